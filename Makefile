@@ -1,0 +1,29 @@
+# The two commands: `make run` and `make test`. Both install what is missing first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.requirements-installed
+
+.PHONY: run test install chromium
+
+install: $(STAMP) chromium
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+chromium: $(STAMP)
+	@scripts/ensure-chromium.sh $(BIN)/python
+
+run: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py seed_demo
+	@echo "rysh dashboard: http://$${RYSH_HOST:-127.0.0.1}:$${RYSH_PORT:-8000}/"
+	$(BIN)/honcho --no-colour -f Procfile start
+
+test: install
+	$(BIN)/python -m pytest

@@ -1,0 +1,49 @@
+"""Seed what `make run` needs on a fresh machine: the demo recipe repository and a login.
+
+Idempotent: an existing repository or any existing user is left alone.
+"""
+from __future__ import annotations
+
+import secrets
+import shutil
+import subprocess
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+DEMO_SOURCE = Path(settings.BASE_DIR) / "demo" / "recipes"
+GIT_AUTHOR = ["-c", "user.name=rysh demo", "-c", "user.email=demo@rysh.invalid"]
+
+
+class Command(BaseCommand):
+    help = "Create the demo recipe repository (when none is configured) and a demo login."
+
+    def handle(self, *args, **options):
+        self._seed_repository(Path(settings.RYSH_RECIPES_REPO))
+        self._seed_login(Path(settings.DATA_DIR) / "demo-login")
+
+    def _seed_repository(self, repo: Path) -> None:
+        if repo.exists():
+            self.stdout.write(f"recipes: {repo}")
+            return
+        shutil.copytree(DEMO_SOURCE, repo)
+        branch = settings.RYSH_RECIPES_BRANCH
+        for command in (["init", "-q", "-b", branch], ["add", "-A"],
+                        [*GIT_AUTHOR, "commit", "-q", "-m", "Demo recipes"]):
+            subprocess.run(["git", "-C", str(repo), *command], check=True)
+        self.stdout.write(f"recipes: created the demo repository at {repo}")
+
+    def _seed_login(self, remembered: Path) -> None:
+        User = get_user_model()
+        if remembered.exists() and User.objects.filter(username="demo").exists():
+            self.stdout.write(f"login:   {remembered.read_text().strip()}")
+            return
+        if User.objects.exists():
+            return  # a real team is here; never add a known login beside it
+        password = secrets.token_urlsafe(9)
+        User.objects.create_superuser("demo", "demo@rysh.invalid", password)
+        remembered.touch(mode=0o600)
+        remembered.write_text(f"demo / {password}\n")
+        self.stdout.write(f"login:   demo / {password}   (created; kept in {remembered})")

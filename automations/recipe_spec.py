@@ -1,0 +1,94 @@
+"""The validated, immutable shape of a recipe (SPEC §1–§4).
+
+Defaults live here, in one place; `recipe.py` fills these from a file and
+`budgets/plan.py` reads them. Pure: no Django, no I/O.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from budgets.units import BOOK
+
+KINDS = {"webs": "web", "tasks": "task"}  # folder -> kind
+FOLDERS = {kind: folder for folder, kind in KINDS.items()}
+
+DEFAULT_INTERVAL = 50
+MAX_INTERVAL = 500
+DEFAULT_STEPS = 300
+DEFAULT_PASS_SECONDS = 20 * 60
+DEFAULT_PASS_TOKENS = 3 * BOOK
+DEFAULT_TAKEOVER_WHEN = 90
+DEFAULT_PASSES = 5
+DEFAULT_WEB_PROFILE = "default"
+
+
+@dataclass(frozen=True)
+class DoSpec:
+    """`loop.do` (or legacy `step`): one working session."""
+
+    interval: int = DEFAULT_INTERVAL
+    max_iterations: int = DEFAULT_STEPS
+    max_duration: int = DEFAULT_PASS_SECONDS  # seconds
+    auto_continue: bool = True
+    budget_size: int = DEFAULT_PASS_TOKENS  # tokens
+    takeover_when: int = DEFAULT_TAKEOVER_WHEN
+    takeover_prompt: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class WhileSpec:
+    """`loop.while`: the retry envelope. None means "not set"."""
+
+    enabled: bool | None = None  # None: on when `until` exists
+    max_iterations: int = DEFAULT_PASSES
+    max_duration: int | None = None  # seconds, whole loop
+    budget: int | None = None  # tokens, whole loop
+    until: str | None = None
+    iterate_with: str | None = None
+    judge_model: str | None = None
+
+    @property
+    def runs_loop(self) -> bool:
+        """No goal, no loop: only an `until` arms it, and `enabled: false` disarms it."""
+        return bool(self.until) and self.enabled is not False
+
+
+@dataclass(frozen=True)
+class RecipeSpec:
+    path: str  # as given, for messages
+    kind: str  # "web" | "task"
+    name: str
+    prompt: str
+    description: str = ""
+    web_profile: str = DEFAULT_WEB_PROFILE
+    url: str | None = None
+    web_read: str = "text"  # "text" | "screenshot"
+    record: bool = False
+    args: tuple[str, ...] = ()
+    output_dir: str = ""  # relative to the results root; default <folder>/<name>/results
+    schedule: str | None = None  # None: no schedule key; "off" removes one
+    do: DoSpec = field(default_factory=DoSpec)
+    loop_while: WhileSpec = field(default_factory=WhileSpec)
+    approve: tuple[str, ...] = ()
+    allowed_domains: tuple[str, ...] = ()
+    model: str | None = None
+    judge_model: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def folder(self) -> str:
+        return FOLDERS[self.kind]
+
+    @property
+    def target(self) -> str:
+        """What one active run is keyed on: `web/halilagin-medium`."""
+        return f"{self.kind}/{self.name}"
+
+    @property
+    def executor_model(self) -> str | None:
+        return self.do.model or self.model
+
+    @property
+    def judge(self) -> str | None:
+        return self.loop_while.judge_model or self.judge_model

@@ -1,0 +1,189 @@
+"""Recipe budget fields -> the resolved plan (SPEC §3–§4). Pure: no Django.
+
+The plan is what a job is armed with: the per-pass ceiling, the split between
+the task leg and the takeover (wrap-up) leg with rysh's floors, the outer
+ceilings after the while/do algebra, and the worst case of the whole job.
+The worst case is a bound the engine must hold, so everything here is integer
+arithmetic on tokens and whole seconds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from budgets.units import BOOK, PAGE, format_duration, format_duration_go, format_tokens
+
+if TYPE_CHECKING:  # the plan reads a recipe's fields; it never needs the parser
+    from automations.recipe_spec import DoSpec, WhileSpec
+
+# rysh's floor: a takeover share under any trigger is raised, on every axis, to the floor.
+FLOOR_TRIGGER_STEPS, FLOOR_TRIGGER_SECONDS, FLOOR_TRIGGER_TOKENS = 50, 60, 60 * PAGE
+FLOOR_STEPS, FLOOR_SECONDS, FLOOR_TOKENS = 100, 5 * 60, 1 * BOOK
+
+# The judge reads the newest result (capped) against `until`. A token never
+# covers less than one byte, so bytes bound tokens; the judge module keeps its
+# own instructions under JUDGE_FRAME_BYTES and asks for JUDGE_MAX_TOKENS.
+JUDGE_RESULT_CAP_BYTES = 48 * 1024
+JUDGE_FRAME_BYTES = 2048
+JUDGE_MAX_TOKENS = 256
+
+
+@dataclass(frozen=True)
+class Allotment:
+    """What one leg (or pass) may spend, on each axis."""
+
+    steps: int
+    seconds: int
+    tokens: int
+
+    def __add__(self, other: Allotment) -> Allotment:
+        return Allotment(self.steps + other.steps, self.seconds + other.seconds,
+                         self.tokens + other.tokens)
+
+
+@dataclass(frozen=True)
+class Split:
+    task: Allotment
+    takeover: Allotment | None  # None: no takeover prompt, a budget stop is a plain stop
+    raw_takeover: Allotment | None  # the takeover share before floors
+    floored: bool
+
+    @property
+    def worst(self) -> Allotment:
+        """A pass's worst case: the floor may take it past the pass ceiling, on purpose."""
+        return self.task if self.takeover is None else self.task + self.takeover
+
+
+@dataclass(frozen=True)
+class Plan:
+    loop_enabled: bool
+    passes: int
+    per_pass: Allotment
+    takeover_when: int
+    interval: int
+    auto_continue: bool
+    outer_tokens: int  # 0: no outer limit on tokens
+    outer_seconds: int  # 0: no outer limit on wall clock
+    split: Split
+    judge_tokens: int  # bound of one judge call; 0 without a loop
+    warnings: tuple[str, ...]
+
+    @property
+    def pass_tokens_worst(self) -> int:
+        return self.split.worst.tokens + self.judge_tokens
+
+    @property
+    def worst_tokens(self) -> int:
+        """Every token the job can count, judge included, unattended."""
+        total = self.passes * self.pass_tokens_worst
+        return min(total, self.outer_tokens) if self.outer_tokens else total
+
+    @property
+    def worst_seconds(self) -> int:
+        """Model-and-tool wall clock; the judge's calls and time awaiting a person are not in it."""
+        total = self.passes * self.split.worst.seconds
+        return min(total, self.outer_seconds) if self.outer_seconds else total
+
+    def summary_lines(self) -> list[str]:
+        """The three lines rysh prints for a resolved loop, byte for byte."""
+        return [
+            f"loop enabled={str(self.loop_enabled).lower()}  maxIter={self.passes}",
+            f"perPass: tokens={self.per_pass.tokens}  "
+            f"duration={format_duration_go(self.per_pass.seconds)}  takeover={self.takeover_when}",
+            f"outer:   tokensTotal={self.outer_tokens}  "
+            f"duration={format_duration_go(self.outer_seconds)}",
+        ]
+
+
+def split_pass(ceiling: Allotment, takeover_when: int, has_takeover: bool) -> Split:
+    """Task gets ⌊ceiling × P/100⌋ on each axis, the takeover the rest, then rysh's floors."""
+    if not has_takeover:
+        return Split(task=ceiling, takeover=None, raw_takeover=None, floored=False)
+    task = Allotment(*(value * takeover_when // 100 for value in _axes(ceiling)))
+    raw = Allotment(*(c - t for c, t in zip(_axes(ceiling), _axes(task))))
+    takeover = floor_takeover(raw)
+    return Split(task=task, takeover=takeover, raw_takeover=raw, floored=takeover != raw)
+
+
+def floor_takeover(share: Allotment) -> Allotment:
+    """Below any trigger, every axis is raised to at least its floor; axes above stay."""
+    thin = (share.steps < FLOOR_TRIGGER_STEPS or share.seconds < FLOOR_TRIGGER_SECONDS
+            or share.tokens < FLOOR_TRIGGER_TOKENS)
+    if not thin:
+        return share
+    return Allotment(max(share.steps, FLOOR_STEPS), max(share.seconds, FLOOR_SECONDS),
+                     max(share.tokens, FLOOR_TOKENS))
+
+
+def redistribute(outer: int | None, per_pass: int, passes: int, *, unit: int = 1) -> tuple[int, int]:
+    """The while/do algebra on one axis -> (per-pass value, outer ceiling or 0).
+
+    A total above one pass is authoritative: split evenly in whole `unit`s and
+    kept as the outer ceiling. A total that cannot fund even one pass, or none,
+    disables that axis rather than pretending to limit it.
+    """
+    if outer is None or outer <= per_pass:
+        return per_pass, 0
+    # At least one unit, so a tiny total never arms a pass that cannot take a step;
+    # the outer ceiling still holds the job to the total.
+    return max(unit, outer // passes // unit * unit), outer
+
+
+def judge_bound(until: str) -> int:
+    return JUDGE_FRAME_BYTES + len(until.encode()) + JUDGE_RESULT_CAP_BYTES + JUDGE_MAX_TOKENS
+
+
+def resolve(do: DoSpec, loop_while: WhileSpec) -> Plan:
+    warnings: list[str] = []
+    looping = loop_while.runs_loop
+    tokens, seconds = do.budget_size, do.max_duration
+    outer_tokens = outer_seconds = 0
+    if not loop_while.until:
+        warnings.append("loop cannot run (no exit condition): without until, one pass runs")
+    elif not looping:
+        warnings.append("loop disabled (while.enabled: false): one pass on its own budget")
+    else:
+        tokens, outer_tokens = redistribute(loop_while.budget, tokens, loop_while.max_iterations,
+                                            unit=PAGE)
+        seconds, outer_seconds = redistribute(loop_while.max_duration, seconds,
+                                              loop_while.max_iterations)
+        warnings += _disabled_axes(loop_while, do, outer_tokens, outer_seconds)
+    ceiling = Allotment(do.max_iterations, seconds, tokens)
+    split = split_pass(ceiling, do.takeover_when, bool(do.takeover_prompt))
+    warnings += _split_warnings(split, ceiling)
+    return Plan(
+        loop_enabled=looping, passes=loop_while.max_iterations if looping else 1,
+        per_pass=ceiling, takeover_when=do.takeover_when, interval=do.interval,
+        auto_continue=do.auto_continue, outer_tokens=outer_tokens, outer_seconds=outer_seconds,
+        split=split, judge_tokens=judge_bound(loop_while.until or "") if looping else 0,
+        warnings=tuple(warnings),
+    )
+
+
+def _disabled_axes(loop_while: WhileSpec, do: DoSpec, outer_tokens: int,
+                   outer_seconds: int) -> list[str]:
+    notes = []
+    if not outer_tokens:
+        why = ("loop.while.budget is not set" if loop_while.budget is None else
+               f"loop.while.budget {format_tokens(loop_while.budget)} does not exceed one pass "
+               f"({format_tokens(do.budget_size)})")
+        notes.append(f"tokens DISABLED: {why}; the loop has no outer token limit")
+    if not outer_seconds:
+        why = ("loop.while.max_duration is not set" if loop_while.max_duration is None else
+               f"loop.while.max_duration {format_duration(loop_while.max_duration)} does not "
+               f"exceed one pass ({format_duration(do.max_duration)})")
+        notes.append(f"duration DISABLED: {why}; the loop has no outer clock")
+    return notes
+
+
+def _split_warnings(split: Split, ceiling: Allotment) -> list[str]:
+    if split.takeover is None:
+        return ["no takeover_prompt: a budget stop is a plain stop, with no wrap-up leg"]
+    if split.floored and split.worst != ceiling:
+        return ["wrap-up share is below rysh's floor and was raised: a pass may spend past its "
+                "ceiling, up to the worst case shown, so the landing is not clipped"]
+    return []
+
+
+def _axes(a: Allotment) -> tuple[int, int, int]:
+    return (a.steps, a.seconds, a.tokens)

@@ -1,0 +1,70 @@
+"""Per-model prices, USD per million tokens. One table: update it here when prices change.
+
+Money is computed beside tokens, never instead of them: an unknown model shows
+tokens only (cost() returns None).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+MILLION = Decimal(1_000_000)
+
+
+@dataclass(frozen=True)
+class Price:
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal
+    cache_write: Decimal  # 5-minute cache writes
+
+    @property
+    def counted_max(self) -> Decimal:
+        """The dearest rate among the token kinds the budget counts (input, cache write, output)."""
+        return max(self.input, self.output, self.cache_write)
+
+
+def _p(inp: str, out: str, read: str, write: str) -> Price:
+    return Price(Decimal(inp), Decimal(out), Decimal(read), Decimal(write))
+
+
+# Longest prefix wins, so dated ids (claude-sonnet-4-5-20250929) find their family.
+PRICES: dict[str, Price] = {
+    "claude-opus-4-5": _p("5", "25", "0.50", "6.25"),
+    "claude-opus-4-1": _p("15", "75", "1.50", "18.75"),
+    "claude-opus-4": _p("15", "75", "1.50", "18.75"),
+    "claude-sonnet-4-5": _p("3", "15", "0.30", "3.75"),
+    "claude-sonnet-4": _p("3", "15", "0.30", "3.75"),
+    "claude-3-7-sonnet": _p("3", "15", "0.30", "3.75"),
+    "claude-haiku-4-5": _p("1", "5", "0.10", "1.25"),
+    "claude-3-5-haiku": _p("0.80", "4", "0.08", "1"),
+}
+
+
+def price_for(model: str | None) -> Price | None:
+    if not model:
+        return None
+    matches = [key for key in PRICES if model == key or model.startswith(key + "-")]
+    return PRICES[max(matches, key=len)] if matches else None
+
+
+def cost(model: str | None, *, input: int = 0, output: int = 0, cache_read: int = 0,
+         cache_write: int = 0) -> Decimal | None:
+    price = price_for(model)
+    if price is None:
+        return None
+    total = (input * price.input + output * price.output + cache_read * price.cache_read
+             + cache_write * price.cache_write)
+    return total / MILLION
+
+
+def counted_ceiling_cost(model: str | None, tokens: int) -> Decimal | None:
+    """The most `tokens` counted tokens can cost on `model`, whatever their mix."""
+    price = price_for(model)
+    return None if price is None else tokens * price.counted_max / MILLION
+
+
+def format_money(amount: Decimal | None) -> str:
+    if amount is None:
+        return "n/a"
+    return f"${amount:,.2f}" if amount >= Decimal("0.01") or amount == 0 else f"${amount:.4f}"

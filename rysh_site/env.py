@@ -1,0 +1,32 @@
+"""Strict environment helpers: a malformed value stops start-up with its name, never a guess."""
+from __future__ import annotations
+
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+def envstr(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def envbool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw not in ("true", "false"):
+        raise ImproperlyConfigured(f"{name}: expected true or false, got {raw!r}")
+    return raw == "true"
+
+
+def envint(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}: expected a whole number, got {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}: expected a whole number of at least {minimum}, got {value}")
+    return value

@@ -1,0 +1,166 @@
+"""All settings, read from the environment with strict helpers (rysh_site/env.py).
+
+Embedded default: SQLite in WAL mode, django-q2's ORM broker. DATABASE_URL
+switches to PostgreSQL and REDIS_URL to the Redis broker and channel layer.
+"""
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from rysh_site.env import envbool, envint, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(envstr("RYSH_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """From SECRET_KEY, else one generated once and kept (mode 0600) in the data directory."""
+    if key := envstr("SECRET_KEY"):
+        return key
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = envbool("DEBUG", False)
+ALLOWED_HOSTS = [h for h in envstr("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in envstr("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "django_q",
+    "channels",
+    "budgets",
+    "automations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "rysh_site.urls"
+ASGI_APPLICATION = "rysh_site.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = envstr("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "db.sqlite3",
+            "OPTIONS": {
+                # WAL lets the web server read while a worker writes; IMMEDIATE takes the
+                # write lock at BEGIN so two writers queue instead of failing mid-transaction.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+            },
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = envstr("REDIS_URL")
+Q_CLUSTER = {
+    "name": "rysh",
+    "workers": envint("RYSH_WORKERS", 2, minimum=1),
+    # A pass holds a worker for its whole length; the engine keeps its own clocks,
+    # so django-q2's timeout is only a backstop, and retry must exceed it.
+    "timeout": envint("RYSH_TASK_TIMEOUT", 6 * 3600, minimum=60),
+    "retry": envint("RYSH_TASK_TIMEOUT", 6 * 3600, minimum=60) + 600,
+    "max_attempts": 1,
+    "catch_up": False,  # SPEC §7: no backfill of missed ticks
+    "save_limit": 1000,
+    "label": "Tasks",
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    # Single-process only; the live-dashboard issue replaces this with a layer
+    # that crosses processes without a server.
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = envstr("TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns on a missing root; finders serve static/
+WHITENOISE_USE_FINDERS = True  # serve straight from static/ without collectstatic
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from hx-headers, not the cookie
+X_FRAME_OPTIONS = "DENY"
+
+# rysh
+RYSH_RECIPES_REPO = envstr("RYSH_RECIPES_REPO", str(DATA_DIR / "demo-recipes"))
+RYSH_RECIPES_BRANCH = envstr("RYSH_RECIPES_BRANCH", "main")
+RYSH_RESULTS_DIR = Path(envstr("RYSH_RESULTS_DIR", str(DATA_DIR / "results"))).resolve()
+RYSH_EXECUTOR_MODEL = envstr("RYSH_EXECUTOR_MODEL", "claude-sonnet-4-5")
+RYSH_JUDGE_MODEL = envstr("RYSH_JUDGE_MODEL", "claude-haiku-4-5")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,117 @@
+"""`python manage.py auto <kind> check NAME_OR_PATH [ARGS...]`."""
+import os
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "demo" / "recipes"
+PUBLISHING = DEMO / ".rysh/automations/webs/halilagin-medium.md"
+
+
+@pytest.fixture(autouse=True)
+def demo_repo(settings):
+    settings.RYSH_RECIPES_REPO = str(DEMO)
+
+
+def check(*args) -> str:
+    out = StringIO()
+    call_command("auto", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_it_prints_the_publishing_plan_byte_for_byte():
+    out = check("web", "check", str(PUBLISHING))
+    assert out.startswith(
+        "loop enabled=true  maxIter=5\n"
+        "perPass: tokens=800000  duration=15m0s  takeover=90\n"
+        "outer:   tokensTotal=4000000  duration=0s\n"
+    )
+
+
+def test_it_shows_the_split_floors_worst_case_and_warnings():
+    out = check("web", "check", "halilagin-medium", "./drafts/loop.md")
+    assert "  task     135 steps  13m30s  720000 tokens (3.6b)" in out
+    assert ("  wrap-up  15 steps  1m30s  80000 tokens (80p)  -> floored to "
+            "100 steps  5m0s  200000 tokens (1b)") in out
+    assert "  pass worst case  235 steps  18m30s  920000 tokens (4.6b)" in out
+    assert "worst case: 4000000 tokens (1s) over 5 passes, at most $60.00 on claude-sonnet-4-5" in out
+    assert "duration DISABLED: loop.while.max_duration 15m does not exceed one pass (15m)" in out
+    assert out.rstrip().endswith("ok: web/halilagin-medium is valid")
+
+
+@pytest.mark.parametrize("kind, name", [
+    ("web", "halilagin-medium"), ("web", "scout"), ("task", "reading-list"),
+])
+def test_it_checks_every_demo_recipe(kind, name):
+    assert f"ok: {kind}/{name} is valid" in check(kind, "check", name)
+
+
+def test_it_resolves_the_scout_recipe_by_rysh_algebra():
+    out = check("web", "check", "scout", "my show")
+    assert out.startswith("loop enabled=true  maxIter=5\n"
+                          "perPass: tokens=600000  duration=8m0s  takeover=90\n"
+                          "outer:   tokensTotal=3000000  duration=40m0s\n")
+
+
+def test_it_says_a_loop_without_a_goal_cannot_run(tmp_path):
+    recipe = tmp_path / "once.md"
+    recipe.write_text("---\nloop:\n  while:\n    max_iterations: 3\n---\nDo the thing.\n")
+    out = check("task", "check", str(recipe))
+    assert out.startswith("loop enabled=false  maxIter=1\n")
+    assert "loop cannot run (no exit condition)" in out
+
+
+def test_it_warns_about_placeholders_nothing_fills(tmp_path):
+    recipe = tmp_path / "holes.md"
+    recipe.write_text("---\nargs: [city]\n---\nVisit {{city}} and {{country}}.\n")
+    out = check("task", "check", str(recipe))
+    assert "{{country}}" in out and "warnings:" in out
+
+
+def test_it_refuses_an_unknown_name():
+    with pytest.raises(CommandError, match="no task recipe named 'nope'"):
+        check("task", "check", "nope")
+
+
+def run_manage(*args, tmp_path):
+    env = {**os.environ, "RYSH_DATA_DIR": str(tmp_path), "RYSH_RECIPES_REPO": str(DEMO)}
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_it_exits_0_when_valid(tmp_path):
+    result = run_manage("auto", "web", "check", "halilagin-medium", tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:3] == [
+        "loop enabled=true  maxIter=5",
+        "perPass: tokens=800000  duration=15m0s  takeover=90",
+        "outer:   tokensTotal=4000000  duration=0s",
+    ]
+
+
+def test_it_exits_1_with_every_error_on_stderr(tmp_path):
+    recipe = tmp_path / "broken.md"
+    recipe.write_text(
+        "---\n"
+        "loop:\n"
+        "  do:\n"
+        "    budget:\n"
+        "      size: 0b\n"
+        "      watch:\n"
+        "        takeover_when: 5\n"
+        "  whilst: {}\n"
+        "---\n"
+        "Prompt.\n"
+    )
+    result = run_manage("auto", "task", "check", str(recipe), tmp_path=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "broken.md:5 loop.do.budget.size:" in result.stderr
+    assert ("broken.md:7 loop.do.budget.watch.takeover_when: expected a whole number "
+            "from 10 to 99, got 5") in result.stderr
+    assert "broken.md:8 loop.whilst: unknown key 'whilst' (did you mean 'while'?)" in result.stderr
