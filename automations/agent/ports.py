@@ -1,0 +1,88 @@
+"""The engine's two ports. The engine knows these shapes, never Anthropic or Playwright.
+
+Conversations are kept in the Messages API's JSON shape (role + content blocks), so a
+checkpoint is plain JSON and any Messages-compatible provider can replay it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def counted(self) -> int:
+        """What the budget counts (rysh): input + cache write + output; cache reads are not."""
+        return self.input_tokens + self.cache_write_tokens + self.output_tokens
+
+    @property
+    def context(self) -> int:
+        """Every input token of the call, cached or not: the size of what was sent."""
+        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    model: str
+    system: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    max_tokens: int
+    deadline: float  # time.monotonic() by which the call (retries included) must be over
+    purpose: str = "task"  # task | wrap-up | judging: for labels and the scripted model
+    pass_number: int = 1
+    leg_start: int = 0  # index in `messages` where the current leg (task or wrap-up) began
+    cancelled: Callable[[], bool] = lambda: False  # polled while the call is in flight
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    content: list[dict[str, Any]]  # assistant content blocks: text and tool_use
+    stop_reason: str
+    usage: Usage
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b["text"] for b in self.content if b.get("type") == "text").strip()
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return [b for b in self.content if b.get("type") == "tool_use"]
+
+
+class ModelCancelled(Exception):
+    """The call was interrupted by a cancel; what it may have cost is unknown."""
+
+
+class ModelError(Exception):
+    """The model could not answer (after retries, within the deadline). The message is safe
+    to show: it never contains a key or a request body."""
+
+
+class ModelPort(Protocol):
+    label: str  # "anthropic" or "scripted (offline demo model)": shown on every output
+
+    def complete(self, request: ModelRequest) -> ModelReply: ...
+
+
+@dataclass
+class ToolResult:
+    content: str
+    is_error: bool = False
+    files: list[str] = field(default_factory=list)  # result files written by this call
+
+
+class ToolsPort(Protocol):
+    def specs(self) -> list[dict[str, Any]]:
+        """Tool definitions in the Messages API shape: name, description, input_schema."""
+        ...
+
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run one tool. Errors come back as ToolResult(is_error=True), never as exceptions."""
+        ...

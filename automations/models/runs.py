@@ -1,0 +1,188 @@
+"""A Run is one job: passes of legs of steps. The engine writes these; views only read them."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class RunState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    PAUSED = "paused"  # see pause_reason: cancelled, step cap, worker lost
+    AWAITING_APPROVAL = "awaiting approval"
+    FINISHED = "finished"
+
+
+ACTIVE_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.PAUSED, RunState.AWAITING_APPROVAL)
+
+
+class Phase(models.TextChoices):
+    TASK = "task"
+    WRAP_UP = "wrap-up"
+    JUDGING = "judging"
+
+
+class Control(models.TextChoices):
+    """A request from a person, written on the Run and read by the engine between steps."""
+
+    NONE = ""
+    STOP = "stop"
+    CANCEL = "cancel"
+    LAND = "land"
+
+
+class Run(models.Model):
+    recipe = models.ForeignKey("automations.Recipe", null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="runs")
+    recipe_version = models.ForeignKey("automations.RecipeVersion", null=True, blank=True,
+                                       on_delete=models.SET_NULL, related_name="runs")
+    kind = models.CharField(max_length=8)
+    name = models.CharField(max_length=200)
+    target = models.CharField(max_length=210, db_index=True)  # kind/name: one active run each
+    recipe_path = models.CharField(max_length=1000)
+    recipe_text = models.TextField()  # the exact text the run was armed with
+    args = models.JSONField(default=list)
+    overrides = models.JSONField(default=dict)
+    plan = models.JSONField(default=dict)  # the resolved plan, as armed
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="+")
+    headless = models.BooleanField(default=True)
+    provider = models.CharField(max_length=20)  # anthropic | scripted
+    executor_model = models.CharField(max_length=100)
+    judge_model = models.CharField(max_length=100)
+    output_dir = models.CharField(max_length=1000)
+
+    state = models.CharField(max_length=20, choices=RunState.choices, default=RunState.QUEUED,
+                             db_index=True)
+    pause_reason = models.CharField(max_length=40, blank=True)
+    phase = models.CharField(max_length=10, choices=Phase.choices, blank=True)
+    control = models.CharField(max_length=10, choices=Control.choices, blank=True)
+    cause = models.CharField(max_length=500, blank=True)
+    pass_number = models.PositiveIntegerField(default=0)
+    last_verdict = models.CharField(max_length=3, blank=True)
+    resumed_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="resumes")
+    lost_count = models.PositiveIntegerField(default=0)  # times a worker died under it
+
+    # the job's ledger totals (counted = input + cache write + output; cache reads apart)
+    tokens_counted = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    seconds_used = models.FloatField(default=0)  # model-and-tool clock, against the outer clock
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"run #{self.pk} {self.target}"
+
+    @property
+    def state_label(self) -> str:
+        """What the live table shows: `running pass`, `wrap-up`, `judging`, `paused(cancelled)`…"""
+        if self.state == RunState.PAUSED:
+            return f"paused({self.pause_reason})"
+        if self.state == RunState.RUNNING:
+            return {Phase.WRAP_UP: "wrap-up", Phase.JUDGING: "judging"}.get(self.phase, "running pass")
+        return self.state
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+
+class PassStop(models.TextChoices):
+    """Why a leg (and so a pass) ended."""
+
+    DONE = "done"  # the model answered without asking for a tool
+    STEPS = "steps"
+    TIME = "time"
+    TOKENS = "tokens"
+    LANDED = "land now"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+class Pass(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="passes")
+    number = models.PositiveIntegerField()
+    phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.TASK)
+    task_stop = models.CharField(max_length=20, blank=True)
+    wrap_up_stop = models.CharField(max_length=20, blank=True)
+    takeover_used = models.BooleanField(default=False)
+    verdict = models.CharField(max_length=3, blank=True)  # YES | NO
+    reason = models.TextField(blank=True)
+    result_file = models.CharField(max_length=1000, blank=True)
+    tokens_counted = models.BigIntegerField(default=0)
+    # the checkpoint: conversation and the current leg's counters, saved after every step
+    messages = models.JSONField(default=list)
+    leg_start = models.PositiveIntegerField(default=0)  # index in messages where the leg began
+    leg_steps = models.PositiveIntegerField(default=0)
+    leg_tokens = models.BigIntegerField(default=0)
+    leg_seconds = models.FloatField(default=0)
+    steps_total = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [models.UniqueConstraint(fields=["run", "number"], name="pass_run_number_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run} pass {self.number}"
+
+
+class StepStatus(models.TextChoices):
+    PENDING = "pending"  # reserved before the call; settled after it
+    DONE = "done"
+    LOST = "lost"  # the worker died mid-call: counted at its reservation, never less
+    CANCELLED = "cancelled"  # interrupted by a cancel: counted at its reservation
+
+
+class Step(models.Model):
+    """One model call plus the tool calls it asked for."""
+
+    run_pass = models.ForeignKey(Pass, on_delete=models.CASCADE, related_name="steps")
+    number = models.PositiveIntegerField()  # within the pass
+    leg = models.CharField(max_length=10, choices=Phase.choices)
+    status = models.CharField(max_length=10, choices=StepStatus.choices, default=StepStatus.PENDING)
+    model = models.CharField(max_length=100)
+    max_tokens = models.PositiveIntegerField()
+    reserved_tokens = models.BigIntegerField()  # input bound + max_tokens
+    input_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    counted_tokens = models.BigIntegerField(default=0)
+    stop_reason = models.CharField(max_length=40, blank=True)
+    text = models.TextField(blank=True)
+    tool_calls = models.JSONField(default=list)
+    tool_results = models.JSONField(default=list)
+    duration_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run_pass", "number"]
+        constraints = [models.UniqueConstraint(fields=["run_pass", "number"],
+                                               name="step_pass_number_unique")]
+
+
+class RunEvent(models.Model):
+    """Append-only: what happened to a run, in order. Pushed live by automations.events."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=40)
+    message = models.TextField(blank=True)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["id"]
