@@ -1,0 +1,1 @@
+"""Fakes of outside services that real clients talk to over loopback."""
