@@ -47,8 +47,13 @@ class RecipeVersion(models.Model):
     message = models.TextField(blank=True)
     path = models.CharField(max_length=500)
     text = models.TextField()
+    blob_sha = models.CharField(max_length=64, blank=True)  # git's id of the file's content
     valid = models.BooleanField(default=False)
     errors = models.JSONField(default=list, blank=True)  # str(RecipeIssue) lines when invalid
+    # when valid: the parsed RecipeSpec (dataclasses.asdict) and what the list shows of its
+    # resolved plan (worst_tokens, passes, money, models), so a page of 1,000 recipes parses nothing
+    spec = models.JSONField(default=dict, blank=True)
+    plan = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
