@@ -51,6 +51,7 @@ class Run(models.Model):
     executor_model = models.CharField(max_length=100)
     judge_model = models.CharField(max_length=100)
     output_dir = models.CharField(max_length=1000)
+    script_path = models.CharField(max_length=1000, blank=True)  # the scripted provider's script
 
     state = models.CharField(max_length=20, choices=RunState.choices, default=RunState.QUEUED,
                              db_index=True)
@@ -81,6 +82,16 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            # One active run per recipe target, enforced by the database so that two
+            # people pressing Run at once cannot both win. A cancelled run is parked, not
+            # active: resume may start a fresh run beside it (SPEC §9).
+            models.UniqueConstraint(
+                fields=["target"], name="one_active_run_per_target",
+                condition=models.Q(state__in=["queued", "running", "awaiting approval"])
+                | (models.Q(state="paused") & ~models.Q(pause_reason="cancelled")),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"run #{self.pk} {self.target}"
@@ -157,6 +168,7 @@ class Step(models.Model):
     model = models.CharField(max_length=100)
     max_tokens = models.PositiveIntegerField()
     reserved_tokens = models.BigIntegerField()  # input bound + max_tokens
+    message_count = models.PositiveIntegerField(default=0)  # messages sent with the call
     input_tokens = models.BigIntegerField(default=0)
     cache_write_tokens = models.BigIntegerField(default=0)
     cache_read_tokens = models.BigIntegerField(default=0)

@@ -1,33 +1,74 @@
-"""`python manage.py auto <kind> <action> ...` — the CLI face of the controls (SPEC §5)."""
+"""`python manage.py auto <kind> <action> ...` — the CLI face of the controls (SPEC §5).
+
+Targets are recipe names (the active or latest run of that recipe), paths to recipe
+files for `run` and `check`, or run ids written `#12` or `12`.
+"""
 from __future__ import annotations
+
+import time
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from automations import services
+from automations.judge import REPORT_NAME
+from automations.models import Run, RunEvent
+from automations.models.runs import ACTIVE_STATES, RunState
 from automations.plan_report import plan_lines
 from automations.recipe import RecipeError, load_recipe, unfilled_placeholders
+from automations.status import duration_text, live_rows
 from automations.workdir import find_recipe
 from budgets.plan import resolve
+from budgets.units import format_tokens
+
+ACTIONS = ["run", "status", "stop", "cancel", "continue", "resume", "land", "results", "history", "check"]
+OVERRIDE_OPTIONS = ["budget", "steps", "duration", "passes", "total", "total_duration", "takeover_when"]
+SUCCESS_CAUSES = ("fulfilled", "done")
 
 
 class Command(BaseCommand):
-    help = "Check (and, as the engine lands, run and steer) a recipe: auto <web|task> check NAME_OR_PATH [ARGS...]"
+    help = ("Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|resume|land|"
+            "results|history|check [NAME_OR_PATH] [ARGS...]")
 
     def add_arguments(self, parser):
         parser.add_argument("kind", choices=["web", "task"])
-        parser.add_argument("action", choices=["check"])
-        parser.add_argument("target", help="a recipe name in the recipes repository, or a path to a file")
+        parser.add_argument("action", choices=ACTIONS)
+        parser.add_argument("target", nargs="?", help="recipe name, recipe file, or run id (#12)")
         parser.add_argument("recipe_args", nargs="*", metavar="ARGS")
+        parser.add_argument("--dry-run", action="store_true", help="print the resolved prompt and plan; change nothing")
+        parser.add_argument("--wait", action="store_true", help="block until the run ends; exit 0 for fulfilled/done, 2 otherwise")
+        parser.add_argument("--headless", action="store_true", default=True)
+        parser.add_argument("--headed", dest="headless", action="store_false")
+        parser.add_argument("--provider", choices=["auto", "anthropic", "scripted"])
+        parser.add_argument("--limit", type=int, default=20)
+        for name in OVERRIDE_OPTIONS:
+            parser.add_argument(f"--{name.replace('_', '-')}", dest=f"override_{name}",
+                                help=f"per-run override of {name}")
 
     def handle(self, *args, kind, action, target, recipe_args, **options):
-        return getattr(self, f"do_{action}")(kind, target, recipe_args)
+        self.kind = kind
+        if action not in ("status", "history") and not target:
+            raise CommandError(f"auto {kind} {action} needs a recipe name or a run id")
+        try:
+            return getattr(self, f"do_{action}")(target, recipe_args, options)
+        except services.RunRefused as exc:
+            raise CommandError(str(exc)) from None
 
-    def do_check(self, kind: str, target: str, recipe_args: list[str]) -> None:
-        spec = self._load(kind, target)
+    # -- check / run -------------------------------------------------------------------
+
+    def do_check(self, target, recipe_args, options):
+        try:
+            spec = load_recipe(find_recipe(target, kind=self.kind, root=settings.RYSH_RECIPES_REPO), kind=self.kind)
+        except FileNotFoundError as exc:
+            raise CommandError(str(exc)) from None
+        except RecipeError as exc:
+            for issue in exc.issues:
+                self.stderr.write(str(issue))
+            raise CommandError(f"{len(exc.issues)} error(s) in {target}") from None
         plan = resolve(spec.do, spec.loop_while)
         executor = spec.executor_model or settings.RYSH_EXECUTOR_MODEL
-        judge = spec.judge or settings.RYSH_JUDGE_MODEL
-        for line in plan_lines(spec, plan, executor=executor, judge=judge):
+        for line in plan_lines(spec, plan, executor=executor, judge=spec.judge or settings.RYSH_JUDGE_MODEL):
             self.stdout.write(line)
         warnings = [*spec.warnings, *plan.warnings,
                     *unfilled_placeholders(spec, recipe_args if recipe_args else None)]
@@ -37,13 +78,127 @@ class Command(BaseCommand):
                 self.stdout.write(f"  - {warning}")
         self.stdout.write(f"ok: {spec.target} is valid")
 
-    def _load(self, kind: str, target: str):
-        try:
-            path = find_recipe(target, kind=kind, root=settings.RYSH_RECIPES_REPO)
-            return load_recipe(path, kind=kind)
-        except FileNotFoundError as exc:
-            raise CommandError(str(exc)) from None
-        except RecipeError as exc:
-            for issue in exc.issues:
-                self.stderr.write(str(issue))
-            raise CommandError(f"{len(exc.issues)} error(s) in {target}") from None
+    def do_run(self, target, recipe_args, options):
+        overrides = {k: options[f"override_{k}"] for k in OVERRIDE_OPTIONS if options[f"override_{k}"]}
+        result = services.run_start(kind=self.kind, name_or_path=target, args=recipe_args,
+                                    headless=options["headless"], overrides=overrides,
+                                    provider=options["provider"], dry_run=options["dry_run"])
+        if isinstance(result, services.DryRun):
+            for line in result.lines:
+                self.stdout.write(line)
+            return
+        self._started(result)
+        if options["wait"]:
+            self._wait(result)
+
+    def do_resume(self, target, recipe_args, options):
+        previous = self._run(target, states=None)
+        run = services.run_resume(run=previous, provider=options["provider"])
+        self._started(run, resumed=previous)
+        if options["wait"]:
+            self._wait(run)
+
+    def _started(self, run: Run, resumed: Run | None = None):
+        how = " (OFFLINE: scripted demo model, not Claude)" if run.provider == "scripted" else f" on {run.executor_model}"
+        also = f", resuming run #{resumed.pk}" if resumed else ""
+        self.stdout.write(f"run #{run.pk} queued: {run.target}{how}{also}")
+        self.stdout.write(f"results: {run.output_dir}")
+
+    def _wait(self, run: Run):
+        seen = 0
+        while True:
+            for event in RunEvent.objects.filter(run=run, id__gt=seen).order_by("id"):
+                seen = event.id
+                self.stdout.write(f"  {event.created_at:%H:%M:%S} {event.message}")
+            run.refresh_from_db()
+            if run.state == RunState.FINISHED:
+                self.stdout.write(f"run #{run.pk} finished: {run.cause}")
+                self.stdout.write(f"report: {Path(run.output_dir) / REPORT_NAME}")
+                raise SystemExit(0 if run.cause in SUCCESS_CAUSES else 2)
+            if run.state == RunState.PAUSED:
+                self.stdout.write(f"run #{run.pk} is {run.state_label}; "
+                                  f"`auto {run.kind} continue {run.name}` picks it up")
+                raise SystemExit(2)
+            time.sleep(0.3)
+
+    # -- controls ----------------------------------------------------------------------
+
+    def do_stop(self, target, recipe_args, options):
+        self.stdout.write(services.run_stop(run=self._run(target)))
+
+    def do_cancel(self, target, recipe_args, options):
+        self.stdout.write(services.run_cancel(run=self._run(target)))
+
+    def do_land(self, target, recipe_args, options):
+        self.stdout.write(services.run_land(run=self._run(target)))
+
+    def do_continue(self, target, recipe_args, options):
+        run = self._run(target, states=None)
+        self.stdout.write(services.run_continue(run=run))
+        if options["wait"]:
+            self._wait(run)
+
+    def _run(self, target: str, states=ACTIVE_STATES) -> Run:
+        """A run id, or the recipe's active run (any latest run when `states` is None)."""
+        digits = target.lstrip("#")
+        if digits.isdigit():
+            run = Run.objects.filter(pk=int(digits), kind=self.kind).first()
+            if run is None:
+                raise CommandError(f"no {self.kind} run #{digits}")
+            return run
+        runs = Run.objects.filter(kind=self.kind, name=target)
+        run = (runs.filter(state__in=states) if states else runs).order_by("-created_at", "-id").first()
+        if run is None:
+            latest = runs.order_by("-created_at", "-id").first()
+            if latest is None:
+                raise CommandError(f"{self.kind}/{target} has no runs")
+            raise CommandError(f"{self.kind}/{target} has no active run; its latest, #{latest.pk}, "
+                               f"finished ({latest.cause})")
+        return run
+
+    # -- reading -----------------------------------------------------------------------
+
+    def do_status(self, target, recipe_args, options):
+        runs = Run.objects.filter(kind=self.kind, state__in=ACTIVE_STATES)
+        if target:
+            runs = runs.filter(name=target)
+        rows = live_rows(runs.order_by("created_at"))
+        if not rows:
+            self.stdout.write(f"no active {self.kind} runs")
+            return
+        header = ("run", "recipe", "pass", "state", "started", "deadline", "verdict", "tokens", "cache", "headless", "model")
+        table = [header] + [(f"#{r.run.pk}", r.run.target, r.pass_label, r.state, r.started_ago, r.deadline,
+                             r.verdict, r.budget_text, r.cache, "yes" if r.run.headless else "no",
+                             r.provider_note) for r in rows]
+        self._table(table)
+
+    def do_history(self, target, recipe_args, options):
+        runs = Run.objects.filter(kind=self.kind, state=RunState.FINISHED)
+        if target:
+            runs = runs.filter(name=target)
+        runs = runs.order_by("-ended_at")[: options["limit"]]
+        header = ("ended", "run", "kind", "recipe", "duration", "passes", "tokens", "cost", "cause")
+        table = [header] + [(f"{r.ended_at:%Y-%m-%d %H:%M}", f"#{r.pk}", r.kind, r.name, duration_text(r),
+                             str(r.pass_number), format_tokens(r.tokens_counted),
+                             "-" if r.cost is None else f"${r.cost:.4f}",
+                             r.cause + (" [scripted]" if r.provider == "scripted" else "")) for r in runs]
+        if len(table) == 1:
+            self.stdout.write(f"no finished {self.kind} runs")
+            return
+        self._table(table)
+
+    def do_results(self, target, recipe_args, options):
+        run = self._run(target, states=None)
+        folder = Path(run.output_dir)
+        files = sorted((p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")),
+                       key=lambda p: p.stat().st_mtime_ns, reverse=True) if folder.is_dir() else []
+        self.stdout.write(f"results of {run.target} in {folder} (newest first):")
+        for path in files:
+            self.stdout.write(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes")
+        if not files:
+            self.stdout.write("  (none yet)")
+
+    def _table(self, rows):
+        widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            self.stdout.write("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())

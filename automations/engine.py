@@ -1,0 +1,549 @@
+"""The do/while state machine (SPEC §3–§4) behind two ports: a model and a set of tools.
+
+It knows neither Anthropic nor any browser. It writes Run/Pass/Step rows, the ledger and
+RunEvents, and reads control requests (stop, cancel, land now) that people write on the
+Run between steps and while a model call is in flight.
+
+Crash safety: before each model call a Step is written as *pending* with its reservation
+(input bound + max_tokens) and counted against the job at once; after the call it is
+settled to the real usage in one transaction with the conversation checkpoint. A worker
+that dies mid-call leaves a pending step that the next worker settles at its reservation,
+so the ceiling holds and no token is counted twice (one ledger entry per step).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Case, F, Value, When
+from django.utils import timezone
+
+from automations import events, judge as judging
+from automations.agent.ports import ModelCancelled, ModelError, ModelPort, ModelReply, ModelRequest, ToolsPort
+from automations.arming import first_message, reminder, resumed_message, seeded_message
+from automations.models import Pass, Run, Step
+from automations.models.runs import Control, PassStop, Phase, RunState, StepStatus
+from automations.recipe import render
+from automations.recipe_spec import RecipeSpec
+from automations.report import write_report
+from budgets.guard import (
+    DEFAULT_MAX_OUTPUT, MIN_USEFUL_OUTPUT, REQUEST_OVERHEAD, JobSpent, LastCall, clamp_max_tokens,
+    input_bound, leg_left,
+)
+from budgets.models import LedgerEntry
+from budgets.plan import JUDGE_MAX_TOKENS, Plan
+from budgets.prices import cost
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 5
+CONTROL_POLL_SECONDS = 0.5
+BUDGET_STOPS = (PassStop.STEPS, PassStop.TIME, PassStop.TOKENS, PassStop.LANDED)
+
+
+class Paused(Exception):
+    """The run left the worker paused (cancelled, step cap); its checkpoint is saved."""
+
+
+@dataclass
+class Armed:
+    spec: RecipeSpec
+    plan: Plan
+    output_dir: Path
+    model: ModelPort
+    tools: ToolsPort
+    system: str
+
+
+def worker_label() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Engine:
+    def __init__(self, run: Run, armed: Armed):
+        self.run = run
+        self.armed = armed
+        self.plan = armed.plan
+        self._control_checked = 0.0
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def go(self) -> None:
+        try:
+            while self._one_pass():
+                pass
+        except Paused:
+            return
+        except Exception as exc:  # the run must land with a cause, whatever broke
+            log.exception("run %s failed", self.run.pk)
+            self._finish(f"error: {type(exc).__name__}: {exc}")
+
+    def _one_pass(self) -> bool:
+        """Advance the current pass to its end; True when another pass should start."""
+        run_pass = self._current_pass()
+        if run_pass.ended_at is None:
+            self._legs(run_pass)
+        if self.run.control == Control.STOP:
+            self._finish("stopped by user")
+            return False
+        if not self.plan.loop_enabled:
+            self._finish("done")
+            return False
+        if not run_pass.verdict:
+            verdict = self._judge(run_pass)
+            if verdict is None:
+                return False
+        if run_pass.verdict == "YES":
+            self._finish("fulfilled")
+            return False
+        return self._next_pass_allowed(run_pass)
+
+    def _next_pass_allowed(self, run_pass: Pass) -> bool:
+        if run_pass.number >= self.plan.passes:
+            self._finish(f"unfulfilled: the {self.plan.passes}-pass cap is reached")
+            return False
+        if self.plan.outer_seconds and self.run.seconds_used >= self.plan.outer_seconds:
+            self._finish("the loop's time cap elapsed")
+            return False
+        left = self.plan.outer_tokens - self.run.tokens_counted
+        if self.plan.outer_tokens and left < REQUEST_OVERHEAD + MIN_USEFUL_OUTPUT:
+            self._finish("budget exhausted")
+            return False
+        self._start_pass(run_pass.number + 1, previous=run_pass)
+        return True
+
+    # -- passes ---------------------------------------------------------------------------
+
+    def _current_pass(self) -> Pass:
+        run_pass = self.run.passes.order_by("-number").first()
+        return run_pass or self._start_pass(1, previous=None)
+
+    def _start_pass(self, number: int, previous: Pass | None) -> Pass:
+        spec, out = self.armed.spec, str(self.armed.output_dir)
+        if previous is None and self.run.resumed_from_id:
+            text = resumed_message(spec, self.run.args, out, previous_run=self.run.resumed_from_id,
+                                   result=judging.newest_result(self.armed.output_dir))
+        elif previous is None:
+            text = first_message(spec, self.run.args, out)
+        else:
+            text = seeded_message(spec, self.run.args, out, number=number,
+                                  result=self._newest_result(), reason=previous.reason)
+        run_pass, _ = Pass.objects.get_or_create(
+            run=self.run, number=number,
+            defaults={"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]})
+        Run.objects.filter(pk=self.run.pk).update(pass_number=number, phase=Phase.TASK)
+        self.run.pass_number, self.run.phase = number, Phase.TASK
+        events.record(self.run, "pass.started", f"pass {number}/{self.plan.passes} started",
+                      number=number)
+        return run_pass
+
+    def _legs(self, run_pass: Pass) -> None:
+        if run_pass.phase == Phase.TASK:
+            stop = self._leg(run_pass, Phase.TASK)
+            run_pass.task_stop = stop
+            if stop in BUDGET_STOPS and self.plan.split.takeover and not run_pass.takeover_used:
+                self._begin_wrap_up(run_pass, stop)
+            else:
+                self._end_pass(run_pass)
+                return
+        if run_pass.phase == Phase.WRAP_UP:
+            run_pass.wrap_up_stop = self._leg(run_pass, Phase.WRAP_UP)
+            self._end_pass(run_pass)
+
+    def _begin_wrap_up(self, run_pass: Pass, stop: str) -> None:
+        """The task prompt loses the wheel; the takeover prompt gets a fresh allotment."""
+        spec = self.armed.spec
+        prompt = render(spec.do.takeover_prompt or "", spec=spec, args=self.run.args,
+                        output_dir=str(self.armed.output_dir))
+        _append_user_text(run_pass.messages, prompt)
+        run_pass.phase = Phase.WRAP_UP
+        run_pass.takeover_used = True
+        run_pass.leg_start = len(run_pass.messages) - 1
+        run_pass.leg_steps, run_pass.leg_tokens, run_pass.leg_seconds = 0, 0, 0.0
+        with transaction.atomic():
+            run_pass.save()
+            Run.objects.filter(pk=self.run.pk).update(phase=Phase.WRAP_UP, control=_keep_stop())
+        self.run.refresh_from_db(fields=["phase", "control"])
+        events.record(self.run, "wrap-up", f"pass {run_pass.number}: the task leg stopped "
+                      f"({stop}); the wrap-up prompt takes the wheel", stop=str(stop))
+
+    def _end_pass(self, run_pass: Pass) -> None:
+        run_pass.ended_at = timezone.now()
+        run_pass.save()
+        results = self._newest_result()
+        if results:
+            Pass.objects.filter(pk=run_pass.pk).update(result_file=results[0])
+            run_pass.result_file = results[0]
+        events.record(self.run, "pass.ended", f"pass {run_pass.number} ended: task "
+                      f"{run_pass.task_stop}" + (f", wrap-up {run_pass.wrap_up_stop}"
+                                                 if run_pass.takeover_used else ""),
+                      number=run_pass.number)
+
+    def _newest_result(self) -> tuple[str, str] | None:
+        since = self.run.started_at.timestamp() - 1 if self.run.started_at else None
+        return judging.newest_result(self.armed.output_dir, since=since)
+
+    # -- a leg: steps until the model is done or a ceiling is hit --------------------------
+
+    def _leg(self, run_pass: Pass, leg: str) -> str:
+        while True:
+            control = self._read_control(force=True)
+            if control == Control.CANCEL:
+                self._pause("cancelled")
+            if control == Control.LAND and leg == Phase.TASK:
+                return PassStop.LANDED
+            left = leg_left(self.plan, leg, self._spent(), leg_steps=run_pass.leg_steps,
+                            leg_tokens=run_pass.leg_tokens, leg_seconds=run_pass.leg_seconds)
+            if left.steps <= 0:
+                return PassStop.STEPS
+            if left.seconds <= 0:
+                return PassStop.TIME
+            tools = self.armed.tools.specs()
+            bound = input_bound(system=self.armed.system, tools=tools,
+                                messages=run_pass.messages, last=self._last_call(run_pass))
+            max_tokens = clamp_max_tokens(left.tokens, bound)
+            if max_tokens is None:
+                return PassStop.TOKENS
+            reply = self._call(run_pass, leg, tools, max_tokens, bound, left.seconds)
+            if not reply.tool_calls:
+                # cut short by a max_tokens the budget clamped: that is a budget stop
+                if reply.stop_reason == "max_tokens" and max_tokens < DEFAULT_MAX_OUTPUT:
+                    return PassStop.TOKENS
+                return PassStop.DONE
+            self._after_tool_step(run_pass)
+
+    def _after_tool_step(self, run_pass: Pass) -> None:
+        interval = self.plan.interval
+        if run_pass.leg_steps % interval == 0 and not self.plan.auto_continue:
+            self._pause("step cap")
+
+    def _call(self, run_pass: Pass, leg: str, tools: list, max_tokens: int, bound: int,
+              seconds_left: float) -> ModelReply:
+        step = self._reserve(run_pass, leg, max_tokens, bound)
+        started = time.monotonic()
+        request = ModelRequest(
+            model=self.run.executor_model, system=self.armed.system,
+            messages=run_pass.messages, tools=tools, max_tokens=max_tokens,
+            deadline=started + seconds_left, purpose=leg, pass_number=run_pass.number,
+            leg_start=run_pass.leg_start, cancelled=self._cancel_requested)
+        try:
+            reply = self.armed.model.complete(request)
+        except ModelCancelled:
+            self._settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
+            self._pause("cancelled")
+        except ModelError as exc:
+            self._settle_failed(step, str(exc), time.monotonic() - started)
+            raise
+        results = self._run_tools(reply)
+        self._settle(run_pass, step, reply, results, time.monotonic() - started)
+        return reply
+
+    def _run_tools(self, reply: ModelReply) -> list[dict]:
+        results = []
+        for call in reply.tool_calls:
+            if self._read_control(force=True) == Control.CANCEL:
+                results.append(_tool_result(call["id"], "not run: the run was cancelled", True))
+                continue
+            try:
+                outcome = self.armed.tools.call(call["name"], call.get("input") or {})
+                results.append(_tool_result(call["id"], outcome.content, outcome.is_error))
+            except Exception as exc:  # a tool bug goes back to the model, never crashes the pass
+                log.exception("tool %s failed", call.get("name"))
+                results.append(_tool_result(call["id"], f"tool failed: {type(exc).__name__}: {exc}", True))
+        return results
+
+    # -- the ledger: reserve before, settle after ------------------------------------------
+
+    def _reserve(self, run_pass: Pass, leg: str, max_tokens: int, bound: int) -> Step:
+        reserved = bound + max_tokens
+        with transaction.atomic():
+            model = self.run.judge_model if leg == Phase.JUDGING else self.run.executor_model
+            step = Step.objects.create(
+                run_pass=run_pass, number=run_pass.steps_total + 1, leg=leg, model=model,
+                max_tokens=max_tokens, reserved_tokens=reserved,
+                message_count=len(run_pass.messages) if leg != Phase.JUDGING else 0)
+            # Counted at once: a second call cannot spend what this one may still spend.
+            Run.objects.filter(pk=self.run.pk).update(tokens_counted=F("tokens_counted") + reserved)
+            run_pass.steps_total += 1
+            Pass.objects.filter(pk=run_pass.pk).update(steps_total=run_pass.steps_total)
+        self.run.tokens_counted += reserved
+        return step
+
+    def _settle(self, run_pass: Pass, step: Step, reply: ModelReply, results: list[dict],
+                seconds: float) -> None:
+        usage = reply.usage
+        run_pass.messages.append({"role": "assistant", "content": reply.content})
+        if results:
+            content = list(results)
+            if (run_pass.leg_steps + 1) % self.plan.interval == 0:
+                content.append({"type": "text", "text": reminder(str(self.armed.output_dir))})
+            run_pass.messages.append({"role": "user", "content": content})
+        run_pass.leg_steps += 1
+        run_pass.leg_tokens += usage.counted
+        run_pass.leg_seconds += seconds
+        run_pass.tokens_counted += usage.counted
+        step.status = StepStatus.DONE
+        step.input_tokens, step.output_tokens = usage.input_tokens, usage.output_tokens
+        step.cache_read_tokens, step.cache_write_tokens = usage.cache_read_tokens, usage.cache_write_tokens
+        step.counted_tokens = usage.counted
+        step.stop_reason, step.text = reply.stop_reason, reply.text
+        step.tool_calls, step.tool_results = reply.tool_calls, results
+        step.duration_ms = int(seconds * 1000)
+        with transaction.atomic():
+            step.save()
+            run_pass.save()
+            self._ledger(step, run_pass.number, usage.input_tokens, usage.output_tokens,
+                         usage.cache_read_tokens, usage.cache_write_tokens, estimated=False)
+            self._add_to_run(counted=usage.counted - step.reserved_tokens, seconds=seconds,
+                             inp=usage.input_tokens, out=usage.output_tokens,
+                             read=usage.cache_read_tokens, write=usage.cache_write_tokens,
+                             model=step.model)
+        events.record(self.run, "step", _step_summary(step), pass_number=run_pass.number,
+                      step=step.number, leg=step.leg, counted=usage.counted)
+
+    def _settle_reserved(self, step: Step, status: str, seconds: float) -> None:
+        """Interrupted: what the call cost is unknown, so its full reservation stays counted."""
+        step.status, step.counted_tokens = status, step.reserved_tokens
+        step.duration_ms = int(seconds * 1000)
+        with transaction.atomic():
+            step.save()
+            self._ledger(step, step.run_pass.number, 0, 0, 0, 0, estimated=True)
+            self._add_to_run(counted=0, seconds=seconds, inp=0, out=0, read=0, write=0,
+                             model=step.model)
+
+    def _settle_failed(self, step: Step, message: str, seconds: float) -> None:
+        """The API refused or never answered: failed requests are not billed."""
+        step.status, step.counted_tokens, step.stop_reason = StepStatus.DONE, 0, "error"
+        step.text, step.duration_ms = message, int(seconds * 1000)
+        with transaction.atomic():
+            step.save()
+            self._add_to_run(counted=-step.reserved_tokens, seconds=seconds, inp=0, out=0,
+                             read=0, write=0, model=step.model)
+
+    def _ledger(self, step: Step, pass_number: int, inp: int, out: int, read: int, write: int,
+                *, estimated: bool) -> None:
+        LedgerEntry.objects.create(
+            run=self.run, step=step, pass_number=pass_number, purpose=step.leg, model=step.model,
+            input_tokens=inp, output_tokens=out, cache_read_tokens=read, cache_write_tokens=write,
+            counted_tokens=step.counted_tokens, estimated=estimated,
+            cost=cost(step.model, input=inp, output=out, cache_read=read, cache_write=write))
+
+    def _add_to_run(self, *, counted: int, seconds: float, inp: int, out: int, read: int,
+                    write: int, model: str) -> None:
+        """`counted` corrects the reservation already added by _reserve."""
+        money = cost(model, input=inp, output=out, cache_read=read, cache_write=write)
+        Run.objects.filter(pk=self.run.pk).update(
+            tokens_counted=F("tokens_counted") + counted, seconds_used=F("seconds_used") + seconds,
+            input_tokens=F("input_tokens") + inp, output_tokens=F("output_tokens") + out,
+            cache_read_tokens=F("cache_read_tokens") + read,
+            cache_write_tokens=F("cache_write_tokens") + write)
+        if money is not None:
+            Run.objects.filter(pk=self.run.pk, cost__isnull=True).update(cost=0)
+            Run.objects.filter(pk=self.run.pk).update(cost=F("cost") + money)
+        self.run.refresh_from_db(fields=["tokens_counted", "seconds_used", "input_tokens",
+                                         "output_tokens", "cache_read_tokens",
+                                         "cache_write_tokens", "cost"])
+
+    def _spent(self) -> JobSpent:
+        return JobSpent(tokens=self.run.tokens_counted, seconds=self.run.seconds_used)
+
+    def _last_call(self, run_pass: Pass) -> LastCall | None:
+        """The previous settled call of this conversation, for the incremental bound."""
+        last = run_pass.steps.filter(status=StepStatus.DONE).exclude(leg=Phase.JUDGING) \
+            .exclude(stop_reason="error").order_by("-number").first()
+        if last is None:
+            return None
+        return LastCall(context=last.input_tokens + last.cache_read_tokens + last.cache_write_tokens,
+                        message_count=last.message_count)
+
+    # -- the judge ------------------------------------------------------------------------
+
+    def _judge(self, run_pass: Pass) -> str | None:
+        Run.objects.filter(pk=self.run.pk).update(phase=Phase.JUDGING)
+        self.run.phase = Phase.JUDGING
+        events.record(self.run, "judging", f"pass {run_pass.number}: judging")
+        result = self._newest_result()
+        message = judging.judge_message(self.armed.spec.loop_while.until or "", result)
+        messages = [{"role": "user", "content": [{"type": "text", "text": message}]}]
+        bound = input_bound(system=judging.JUDGE_SYSTEM, tools=[], messages=messages, last=None)
+        left = (self.plan.outer_tokens - self.run.tokens_counted) if self.plan.outer_tokens else bound + JUDGE_MAX_TOKENS
+        max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
+        if max_tokens is None:
+            self._finish("budget exhausted")
+            return None
+        step = self._reserve(run_pass, Phase.JUDGING, max_tokens, bound)
+        started = time.monotonic()
+        try:
+            reply = self.armed.model.complete(ModelRequest(
+                model=self.run.judge_model, system=judging.JUDGE_SYSTEM, messages=messages,
+                tools=[], max_tokens=max_tokens, deadline=started + 300, purpose=Phase.JUDGING,
+                pass_number=run_pass.number, cancelled=self._cancel_requested))
+        except ModelCancelled:
+            self._settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
+            self._pause("cancelled")
+        except ModelError as exc:
+            self._settle_failed(step, str(exc), time.monotonic() - started)
+            self._finish(f"judge error: {exc}")
+            return None
+        verdict = judging.parse_verdict(reply.text)
+        self._settle_judge(run_pass, step, reply, verdict, time.monotonic() - started)
+        return verdict.label
+
+    def _settle_judge(self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float) -> None:
+        usage = reply.usage
+        step.status, step.counted_tokens = StepStatus.DONE, usage.counted
+        step.input_tokens, step.output_tokens = usage.input_tokens, usage.output_tokens
+        step.cache_read_tokens, step.cache_write_tokens = usage.cache_read_tokens, usage.cache_write_tokens
+        step.stop_reason, step.text, step.duration_ms = reply.stop_reason, reply.text, int(seconds * 1000)
+        run_pass.verdict, run_pass.reason = verdict.label, verdict.reason
+        run_pass.tokens_counted += usage.counted
+        with transaction.atomic():
+            step.save()
+            run_pass.save()
+            self._ledger(step, run_pass.number, usage.input_tokens, usage.output_tokens,
+                         usage.cache_read_tokens, usage.cache_write_tokens, estimated=False)
+            # the judge's clock is not the pass's: seconds stay off the loop's clock
+            self._add_to_run(counted=usage.counted - step.reserved_tokens, seconds=0,
+                             inp=usage.input_tokens, out=usage.output_tokens,
+                             read=usage.cache_read_tokens, write=usage.cache_write_tokens,
+                             model=step.model)
+            Run.objects.filter(pk=self.run.pk).update(last_verdict=verdict.label)
+        self.run.last_verdict = verdict.label
+        events.record(self.run, "verdict", f"pass {run_pass.number}: {verdict.label} — "
+                      f"{verdict.reason}", number=run_pass.number, verdict=verdict.label)
+
+    # -- controls -------------------------------------------------------------------------
+
+    def _read_control(self, *, force: bool = False) -> str:
+        now = time.monotonic()
+        if force or now - self._control_checked >= CONTROL_POLL_SECONDS:
+            self._control_checked = now
+            self.run.control = Run.objects.filter(pk=self.run.pk).values_list("control", flat=True).first() or ""
+        return self.run.control
+
+    def _cancel_requested(self) -> bool:
+        return self._read_control() == Control.CANCEL
+
+    def _pause(self, reason: str) -> None:
+        pause_run(self.run, reason)
+        raise Paused(reason)
+
+    def _finish(self, cause: str) -> None:
+        finish_run(self.run, cause)
+
+
+def pause_run(run: Run, reason: str) -> None:
+    Run.objects.filter(pk=run.pk).update(state=RunState.PAUSED, pause_reason=reason,
+                                         control=_keep_stop())
+    run.refresh_from_db()
+    events.record(run, "paused", f"paused({reason})", reason=reason)
+    write_report(run)
+
+
+def finish_run(run: Run, cause: str) -> None:
+    Run.objects.filter(pk=run.pk).update(state=RunState.FINISHED, cause=cause, phase="",
+                                         control="", ended_at=timezone.now())
+    run.refresh_from_db()
+    events.record(run, "finished", cause, cause=cause)
+    write_report(run)
+
+
+def _keep_stop():
+    """Clearing a handled cancel or land must not drop a stop someone asked for meanwhile."""
+    return Case(When(control=Control.STOP, then=Value(Control.STOP)), default=Value(""))
+
+
+def _append_user_text(messages: list, text: str) -> None:
+    """Add a user text; the API wants turns to alternate, so join the last user turn."""
+    block = {"type": "text", "text": text}
+    if messages and messages[-1]["role"] == "user":
+        messages[-1]["content"].append(block)
+    else:
+        messages.append({"role": "user", "content": [block]})
+
+
+def _tool_result(tool_use_id: str, content: str, is_error: bool) -> dict:
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content,
+            "is_error": is_error}
+
+
+def _step_summary(step: Step) -> str:
+    calls = ", ".join(c["name"] for c in step.tool_calls)
+    return f"step {step.number} ({step.leg}): {step.counted_tokens} tokens" + (f"; {calls}" if calls else "")
+
+
+# -- execution inside a worker ----------------------------------------------------------------
+
+class Heartbeat:
+    """Marks a run alive while a worker holds it, from a thread with its own connection."""
+
+    def __init__(self, run_id: int):
+        self.run_id = run_id
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat-{run_id}")
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join(timeout=HEARTBEAT_SECONDS * 2)
+
+    def _beat(self) -> None:
+        try:
+            while not self.stopped.wait(HEARTBEAT_SECONDS):
+                Run.objects.filter(pk=self.run_id, state=RunState.RUNNING).update(heartbeat_at=timezone.now())
+        finally:
+            connection.close()
+
+
+def settle_pending_steps(run: Run) -> int:
+    """A worker died mid-call: its pending steps stay counted at their reservation."""
+    settled = 0
+    for step in Step.objects.filter(run_pass__run=run, status=StepStatus.PENDING).select_related("run_pass"):
+        with transaction.atomic():
+            if Step.objects.filter(pk=step.pk, status=StepStatus.PENDING).update(
+                    status=StepStatus.LOST, counted_tokens=F("reserved_tokens")) != 1:
+                continue  # settled by someone else meanwhile
+            step.refresh_from_db()
+            LedgerEntry.objects.get_or_create(step=step, defaults=dict(
+                run=run, pass_number=step.run_pass.number, purpose=step.leg, model=step.model,
+                counted_tokens=step.reserved_tokens, estimated=True))
+            settled += 1
+    return settled
+
+
+def execute(run_id: int, armed_for) -> None:
+    """Claim a queued run and drive it until it finishes or pauses.
+
+    `armed_for(run)` builds the ports; tasks.py passes the real one, tests their own.
+    """
+    now = timezone.now()
+    # queued -> running happens once: a re-delivered task finds the run taken and leaves.
+    claimed = Run.objects.filter(pk=run_id, state=RunState.QUEUED).update(
+        state=RunState.RUNNING, worker=worker_label(), heartbeat_at=now)
+    if claimed != 1:
+        log.info("run %s is not queued; nothing to do", run_id)
+        return
+    run = Run.objects.get(pk=run_id)
+    if run.started_at is None:
+        Run.objects.filter(pk=run_id).update(started_at=now)
+        run.started_at = now
+    settle_pending_steps(run)
+    run.refresh_from_db()
+    try:
+        armed = armed_for(run)
+    except Exception as exc:  # e.g. the recipe's script or API key went away since start
+        finish_run(run, f"error: {exc}")
+        return
+    events.record(run, "running", f"running on {armed.model.label}", model=armed.model.label)
+    with Heartbeat(run_id):
+        Engine(run, armed).go()
+    close_old_connections()

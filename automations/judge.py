@@ -1,0 +1,69 @@
+"""The judge: a fresh model call reads the pass's saved result against `until` (SPEC §4)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from budgets.plan import JUDGE_FRAME_BYTES, JUDGE_RESULT_CAP_BYTES
+
+REPORT_NAME = "run-report.md"
+NO_RESULT = "(no result file has been saved yet)"
+
+JUDGE_SYSTEM = (
+    "You are an independent judge of an unattended agent's work. You read the result it saved "
+    "and decide whether a written goal is met. Judge only what the result shows, not what the "
+    "agent claims elsewhere. Answer with exactly two lines: the first line is YES or NO, the "
+    "second is one sentence giving the reason."
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fulfilled: bool
+    reason: str
+    raw: str
+
+    @property
+    def label(self) -> str:
+        return "YES" if self.fulfilled else "NO"
+
+
+def newest_result(output_dir: Path, *, since: float | None = None) -> tuple[str, str] | None:
+    """The newest results file (the run report aside), read up to the judge's cap.
+
+    `since` (a POSIX time) ignores files older than the run, so an earlier run's result in
+    the same folder is never judged as this run's work.
+    """
+    files = [p for p in output_dir.rglob("*") if p.is_file() and p.name != REPORT_NAME
+             and not p.name.startswith(".")] if output_dir.is_dir() else []
+    if since is not None:
+        files = [p for p in files if p.stat().st_mtime >= since]
+    if not files:
+        return None
+    newest = max(files, key=lambda p: (p.stat().st_mtime_ns, p.name))
+    with newest.open("rb") as handle:
+        data = handle.read(JUDGE_RESULT_CAP_BYTES)
+    return str(newest.relative_to(output_dir)), data.decode("utf-8", errors="replace")
+
+
+def judge_message(until: str, result: tuple[str, str] | None) -> str:
+    if result is None:
+        shown = NO_RESULT
+    else:
+        name, text = result
+        shown = f"<result file=\"{name}\">\n{text}\n</result>"
+    return (f"The goal:\n<goal>\n{until}\n</goal>\n\nThe saved result:\n{shown}\n\n"
+            "Is the goal met by this result? First line YES or NO; second line, one sentence why.")
+
+
+def parse_verdict(reply: str) -> Verdict:
+    """YES only when the first line, trimmed of punctuation and upper-cased, is YES."""
+    lines = reply.strip().splitlines()
+    first = lines[0].strip().strip(".,;:!?*_\"'`()[] ").upper() if lines else ""
+    reason = " ".join(line.strip() for line in lines[1:] if line.strip())
+    return Verdict(fulfilled=first == "YES", reason=reason or "(the judge gave no reason)",
+                   raw=reply)
+
+
+# The plan's worst case relies on this frame staying small; the test suite checks it.
+assert len(JUDGE_SYSTEM.encode()) + len(judge_message("", None).encode()) < JUDGE_FRAME_BYTES

@@ -1,0 +1,86 @@
+"""What the live loop table and the history show (SPEC §8), computed once for CLI and pages."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+from automations.models import Pass, Run
+from automations.report import cache_hit_percent
+from budgets.units import format_duration, format_tokens
+
+
+@dataclass(frozen=True)
+class LiveRow:
+    run: Run
+    pass_label: str
+    state: str
+    started_ago: str
+    deadline: str
+    verdict: str
+    tokens_used: int
+    tokens_cap: int
+    takeover_mark: int  # tokens into a pass where the wrap-up takes over (0: no wrap-up)
+    cache: str
+    provider_note: str
+
+    @property
+    def budget_text(self) -> str:
+        mark = f", wrap-up at {format_tokens(self.takeover_mark)}/pass" if self.takeover_mark else ""
+        return f"{format_tokens(self.tokens_used)}/{format_tokens(self.tokens_cap)}{mark}"
+
+    @property
+    def percent_used(self) -> float:
+        return 0.0 if not self.tokens_cap else min(100.0, 100.0 * self.tokens_used / self.tokens_cap)
+
+
+def _cache(run: Run) -> str:
+    hit = cache_hit_percent(input_tokens=run.input_tokens, cache_read=run.cache_read_tokens,
+                            cache_write=run.cache_write_tokens)
+    return "-" if hit is None else f"{hit:.0f}%"
+
+
+def _deadline(run: Run, current: Pass | None) -> str:
+    """Time left on the clock of the leg in flight (model and tool time; pauses do not count)."""
+    plan = run.plan
+    split = plan.get("split", {})
+    if current is None or current.ended_at is not None:
+        return "-"
+    share = split.get("takeover") if current.phase == "wrap-up" else split.get("task")
+    if not share:
+        return "-"
+    left = share["seconds"] - current.leg_seconds
+    if plan.get("outer_seconds"):
+        left = min(left, plan["outer_seconds"] - run.seconds_used)
+    return f"in {format_duration(max(int(left), 0))}"
+
+
+def live_row(run: Run, current: Pass | None) -> LiveRow:
+    plan = run.plan
+    split = plan.get("split", {})
+    started = run.started_at or run.created_at
+    return LiveRow(
+        run=run, pass_label=f"pass {run.pass_number}/{plan.get('passes', 1)}", state=run.state_label,
+        started_ago=f"{timesince(started, timezone.now())} ago", deadline=_deadline(run, current),
+        verdict=run.last_verdict or "-", tokens_used=run.tokens_counted,
+        tokens_cap=plan.get("worst_tokens", 0),
+        takeover_mark=(split.get("task") or {}).get("tokens", 0) if split.get("takeover") else 0,
+        cache=_cache(run),
+        provider_note="scripted (offline demo model)" if run.provider == "scripted" else run.executor_model,
+    )
+
+
+def live_rows(runs) -> list[LiveRow]:
+    runs = list(runs)
+    current = {}
+    for p in Pass.objects.filter(run__in=runs).order_by("run_id", "number"):
+        current[p.run_id] = p  # the last one per run wins
+    return [live_row(run, current.get(run.pk)) for run in runs]
+
+
+def duration_text(run: Run) -> str:
+    if not run.started_at:
+        return "-"
+    end = run.ended_at or timezone.now()
+    return format_duration(int((end - run.started_at).total_seconds())) or "0s"
