@@ -4,6 +4,9 @@
         fake.reply(text="hello")
         client = anthropic.Anthropic(api_key="test", base_url=fake.base_url)
 
+or, in a test module, `from tests.fakes.anthropic_server import fake_anthropic` (a fixture
+that also points ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY at the fake).
+
 It serves `POST /v1/messages` as JSON or, with `"stream": true`, as server-sent events shaped
 like the real API's, so the official SDK parses them unchanged. Replies come from a queue
 (`reply`), a callable (`responder`) or a default ("done", end_turn). Usage numbers are computed
@@ -37,6 +40,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Iterator
 
+import pytest
+
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -52,6 +57,7 @@ ERROR_MESSAGES = {
     500: "Internal server error",
     529: "Overloaded",
 }
+FAKE_KEY = "sk-ant-fake-key"
 MESSAGE_OVERHEAD = 3  # tokens per message for its role framing
 MAX_BREAKPOINTS = 4  # the real API refuses more cache_control blocks than this
 
@@ -267,7 +273,7 @@ class FakeAnthropic:
         self._replies: list[ScriptedReply] = []
         self._failures: list[_Failure] = []
         self._delays: list[_Delay] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a responder may call reply() or fail_next()
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
@@ -296,6 +302,10 @@ class FakeAnthropic:
     @property
     def calls(self) -> int:
         return len(self.requests)
+
+    def environ(self, api_key: str = FAKE_KEY) -> dict[str, str]:
+        """Variables that point the SDK (in this process or a child) at the fake."""
+        return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": api_key}
 
     # -- lifecycle
 
@@ -471,3 +481,12 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 self.send_header(name, value)
 
     return Handler
+
+
+@pytest.fixture
+def fake_anthropic(monkeypatch):
+    """A started fake, with the SDK's environment pointed at it for the test's duration."""
+    with FakeAnthropic() as fake:
+        for name, value in fake.environ().items():
+            monkeypatch.setenv(name, value)
+        yield fake

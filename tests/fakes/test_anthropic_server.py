@@ -9,7 +9,7 @@ import anthropic
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tests.fakes.anthropic_server import FakeAnthropic, PromptCache
+from tests.fakes.anthropic_server import FakeAnthropic, PromptCache, fake_anthropic  # noqa: F401
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -138,3 +138,11 @@ def test_input_never_exceeds_the_request_bytes(messages, system):
         usage = cache.usage(body)
         assert min(usage.values()) >= 0
         assert sum(usage.values()) <= len(json.dumps(body).encode()) + 2048
+
+
+def test_the_fixture_points_the_sdk_at_the_fake(fake_anthropic):
+    fake_anthropic.responder = lambda body: (fake_anthropic.fail_next(500), {"text": "hi"})[1]
+    client = anthropic.Anthropic(max_retries=0)  # key and base URL from the environment
+    assert client.messages.create(**BODY).content[0].text == "hi"
+    with pytest.raises(anthropic.InternalServerError):  # the responder queued it
+        client.messages.create(**BODY)
