@@ -105,3 +105,17 @@ def remote(tmp_path, settings) -> WorkRepo:
     clone = WorkRepo(other)
     clone.bare = bare
     return clone
+
+
+def make_user(username: str, role: str | None = "editor", **fields):
+    """A user in one of the role groups (viewer, operator, editor, admin)."""
+    from django.contrib.auth.models import Group, User
+    user = User.objects.create_user(username, f"{username}@example.com", "pw", **fields)
+    if role:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def login(client, user):
+    client.force_login(user)
+    return client
