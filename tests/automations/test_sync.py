@@ -245,3 +245,21 @@ def test_it_loses_the_claim_to_a_sync_that_finished_first(work, monkeypatch):
     monkeypatch.setattr(sync, "_walk", walk_while_another_sync_runs)
     assert recipes_sync().changed == 0  # the first lost the claim and found nothing left
     assert RecipeVersion.objects.count() == 2 and Recipe.objects.count() == 2
+
+
+def test_seed_demo_creates_syncs_and_schedules_once(settings, tmp_path, capsys):
+    from django_q.models import Schedule
+
+    from automations.tasks_sync import sync_task
+    settings.RYSH_RECIPES_REPO = str(tmp_path / "demo-recipes")
+    settings.DATA_DIR = tmp_path
+    call_command("seed_demo")
+    call_command("seed_demo")
+    out = capsys.readouterr().out
+    assert "recipes: created the demo repository" in out
+    assert "synced: 3 recipes, 3 changed, 0 invalid" in out
+    assert "synced: 3 recipes, 0 changed, 0 invalid" in out
+    schedule = Schedule.objects.get(func="automations.tasks_sync.sync_task")
+    assert (schedule.schedule_type, schedule.minutes) == (Schedule.MINUTES, 1)
+    assert sync_task().startswith("synced: 3 recipes, 0 changed")
+    assert {r.name for r in Recipe.objects.all()} == {"halilagin-medium", "reading-list", "scout"}

@@ -1,6 +1,8 @@
-"""Seed what `make run` needs on a fresh machine: the demo recipe repository and a login.
+"""Seed what `make run` needs on a fresh machine: the demo recipe repository, a first sync of
+the recipe catalogue, the every-minute sync schedule, and a login.
 
-Idempotent: an existing repository or any existing user is left alone.
+Idempotent: an existing repository or any existing user is left alone; the sync and the
+schedule are safe to repeat.
 """
 from __future__ import annotations
 
@@ -13,6 +15,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from automations.repo import RepoError, is_remote
+from automations.sync import recipes_sync
+from automations.tasks_sync import ensure_sync_schedule
+
 DEMO_SOURCE = Path(settings.BASE_DIR) / "demo" / "recipes"
 GIT_AUTHOR = ["-c", "user.name=rysh demo", "-c", "user.email=demo@rysh.invalid"]
 
@@ -21,8 +27,19 @@ class Command(BaseCommand):
     help = "Create the demo recipe repository (when none is configured) and a demo login."
 
     def handle(self, *args, **options):
-        self._seed_repository(Path(settings.RYSH_RECIPES_REPO))
+        if is_remote(settings.RYSH_RECIPES_REPO):
+            self.stdout.write(f"recipes: {settings.RYSH_RECIPES_REPO}")
+        else:
+            self._seed_repository(Path(settings.RYSH_RECIPES_REPO))
+        self._sync()
         self._seed_login(Path(settings.DATA_DIR) / "demo-login")
+
+    def _sync(self) -> None:
+        ensure_sync_schedule()
+        try:
+            self.stdout.write(recipes_sync().line())
+        except RepoError as exc:  # the schedule tries again every minute
+            self.stderr.write(f"recipes: not synced yet: {exc}")
 
     def _seed_repository(self, repo: Path) -> None:
         if repo.exists():
