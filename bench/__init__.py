@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m bench.<name>`; each prints its measurements side by side."""
