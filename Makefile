@@ -27,3 +27,4 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest
+	$(BIN)/python scripts/scaleout_tests.py

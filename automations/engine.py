@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
@@ -546,4 +546,3 @@ def execute(run_id: int, armed_for) -> None:
     events.record(run, "running", f"running on {armed.model.label}", model=armed.model.label)
     with Heartbeat(run_id):
         Engine(run, armed).go()
-    close_old_connections()

@@ -30,6 +30,9 @@ from automations.workdir import find_recipe
 log = logging.getLogger(__name__)
 
 
+SCRIPTED_MODEL = "scripted-demo"
+
+
 class RunRefused(Exception):
     """A control that cannot be carried out; the message says why and what to do."""
 
@@ -114,6 +117,9 @@ def run_start(*, kind: str, name_or_path: str, args: list[str], user=None, headl
             preflight_anthropic()
     except ProviderError as exc:
         raise RunRefused(str(exc)) from None
+    if chosen == "scripted":
+        # Never priced or labelled as Claude: the scripted model is its own thing.
+        executor = judge = SCRIPTED_MODEL
     return _create_run(spec=spec, plan=plan, source=source, args=args, user=user, headless=headless,
                        overrides=overrides or {}, provider=chosen, executor=executor, judge=judge,
                        output_dir=output_dir, resumed_from=resumed_from)

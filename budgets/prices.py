@@ -30,6 +30,8 @@ def _p(inp: str, out: str, read: str, write: str) -> Price:
 
 # Longest prefix wins, so dated ids (claude-sonnet-4-5-20250929) find their family.
 PRICES: dict[str, Price] = {
+    "claude-opus-4-6": _p("5", "25", "0.50", "6.25"),
+    "claude-sonnet-4-6": _p("3", "15", "0.30", "3.75"),
     "claude-opus-4-5": _p("5", "25", "0.50", "6.25"),
     "claude-opus-4-1": _p("15", "75", "1.50", "18.75"),
     "claude-opus-4": _p("15", "75", "1.50", "18.75"),

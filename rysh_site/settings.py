@@ -155,7 +155,7 @@ X_FRAME_OPTIONS = "DENY"
 RYSH_RECIPES_REPO = envstr("RYSH_RECIPES_REPO", str(DATA_DIR / "demo-recipes"))
 RYSH_RECIPES_BRANCH = envstr("RYSH_RECIPES_BRANCH", "main")
 RYSH_RESULTS_DIR = Path(envstr("RYSH_RESULTS_DIR", str(DATA_DIR / "results"))).resolve()
-RYSH_EXECUTOR_MODEL = envstr("RYSH_EXECUTOR_MODEL", "claude-sonnet-4-5")
+RYSH_EXECUTOR_MODEL = envstr("RYSH_EXECUTOR_MODEL", "claude-sonnet-4-6")
 RYSH_JUDGE_MODEL = envstr("RYSH_JUDGE_MODEL", "claude-haiku-4-5")
 RYSH_PROVIDER = envstr("RYSH_PROVIDER", "auto")  # auto | anthropic | scripted
 RYSH_WORKER_LOST_SECONDS = envint("RYSH_WORKER_LOST_SECONDS", 60, minimum=10)

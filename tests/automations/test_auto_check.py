@@ -39,7 +39,7 @@ def test_it_shows_the_split_floors_worst_case_and_warnings():
     assert ("  wrap-up  15 steps  1m30s  80000 tokens (80p)  -> floored to "
             "100 steps  5m0s  200000 tokens (1b)") in out
     assert "  pass worst case  235 steps  18m30s  920000 tokens (4.6b)" in out
-    assert "worst case: 4000000 tokens (1s) over 5 passes, at most $60.00 on claude-sonnet-4-5" in out
+    assert "worst case: 4000000 tokens (1s) over 5 passes, at most $60.00 on claude-sonnet-4-6" in out
     assert "duration DISABLED: loop.while.max_duration 15m does not exceed one pass (15m)" in out
     assert out.rstrip().endswith("ok: web/halilagin-medium is valid")
 
