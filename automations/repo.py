@@ -105,7 +105,12 @@ def open_repo(location: str, *, data_dir: str | os.PathLike | None = None) -> Gi
         path = Path(location)
         if not path.is_dir():
             raise RepoError(f"{location}: no such directory")
-        return GitRepo(location=location, git_dir=path, remote=False)
+        repo = GitRepo(location=location, git_dir=path, remote=False)
+        # A plain folder inside some other checkout must not be read as that checkout.
+        done = repo.git("rev-parse", "--absolute-git-dir", ok=(0, 128))
+        if done.returncode:
+            raise RepoError(f"{location} is not a git repository")
+        return repo
     if data_dir is None:
         from django.conf import settings
         data_dir = settings.DATA_DIR
@@ -125,12 +130,19 @@ class GitRepo:
     remote: bool
     blobs_read: int = 0  # how many file contents this object has read (the bench checks it)
 
+    def _env(self, extra: dict | None = None) -> dict[str, str]:
+        """A clean environment; the ceiling stops git from looking above the repository for one
+        (a plain folder inside another checkout is not that checkout; see open_repo)."""
+        env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+        env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C",
+                   GIT_CEILING_DIRECTORIES=str(Path(self.git_dir).resolve().parent), **(extra or {}))
+        return env
+
     # --- running git -------------------------------------------------------------------------
 
     def git(self, *args: str, input: str | None = None, env: dict | None = None,
             ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
-        full_env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
-        full_env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", **(env or {}))
+        full_env = self._env(env)
         try:
             done = subprocess.run(
                 ["git", "-C", str(self.git_dir), "-c", "core.quotePath=false", *args],
@@ -254,7 +266,7 @@ class GitRepo:
         try:
             done = subprocess.run(["git", "-C", str(self.git_dir), "cat-file", "--batch"],
                                   input="\n".join(wanted).encode() + b"\n", capture_output=True,
-                                  check=True)
+                                  check=True, env=self._env())
         except (OSError, subprocess.CalledProcessError) as exc:
             raise RepoError(f"cannot read files from {self.location}: {exc}") from None
         found, data, at = {}, done.stdout, 0

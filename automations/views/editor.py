@@ -96,6 +96,7 @@ def recipe_edit(request, kind: str, name: str):
     if request.method == "POST":
         text, message = request.POST.get("text", ""), request.POST.get("message", "")
         try:
+            _refuse_invalid(text, kind=kind, name=name)
             change = change_request_open(user=request.user, kind=kind, name=name, text=text,
                                          message=message)
         except (ReviewError, RepoError) as exc:
@@ -123,6 +124,7 @@ def recipe_new(request):
     message, error = request.POST.get("message", ""), ""
     if request.method == "POST":
         try:
+            _refuse_invalid(text, kind=kind, name=name)
             change = change_request_open(user=request.user, kind=kind, name=name, text=text,
                                          message=message, create=True)
         except (ReviewError, RepoError) as exc:
@@ -174,6 +176,15 @@ def validation(text: str, *, kind: str, name: str, against: str | None = None) -
     }
 
 
+def _refuse_invalid(text: str, *, kind: str, name: str) -> None:
+    """The editor proposes only recipes that parse: the errors are on screen, fix them first.
+    (A broken version can still reach the branch from outside; sync keeps the good one running.)"""
+    issues = validation(normalize_text(text), kind=kind, name=name or "new-recipe")["issues"]
+    if issues:
+        raise ReviewError(f"fix the {len(issues)} error{'s' if len(issues) > 1 else ''} shown "
+                          "beside the text first; nothing was saved")
+
+
 @login_required
 @require_POST
 def recipe_rename(request, kind: str, name: str):
@@ -215,6 +226,7 @@ def change_edit(request, pk: int):
     if request.method == "POST":
         text, message = request.POST.get("text", ""), request.POST.get("message", "")
         try:
+            _refuse_invalid(text, kind=change.kind, name=change.new_name or change.name)
             change_request_update(change=change, user=request.user, text=text, message=message)
         except (ReviewError, RepoError) as exc:
             error = str(exc)

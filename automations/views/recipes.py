@@ -72,7 +72,7 @@ def recipes_sync_view(request):
         messages.error(request, f"sync failed: {exc}")
     else:
         messages.success(request, result.line())
-    return redirect(request.POST.get("next") or "recipe_list")
+    return redirect("recipe_list")
 
 
 @login_required

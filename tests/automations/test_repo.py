@@ -123,3 +123,10 @@ def test_it_mirrors_a_remote_and_pushes_without_force(remote, settings):
     assert git_repo.head("main") == remote.head()
     git_repo.publish("rysh/cr-1-x", new, None)
     assert git(remote.bare, "rev-parse", "refs/heads/rysh/cr-1-x") == new
+
+
+def test_it_refuses_a_plain_folder_inside_another_checkout(repo):
+    plain = repo.path / "not-a-repo"
+    plain.mkdir()
+    with pytest.raises(RepoError, match="is not a git repository"):
+        open_repo(str(plain))

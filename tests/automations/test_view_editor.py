@@ -97,7 +97,8 @@ def test_a_new_recipe_starts_from_a_template(editor, work):
 def test_a_new_recipe_needs_a_good_name(editor):
     page = editor.post("/recipes/new/", {"kind": "task", "name": "Bad Name", "message": "m",
                                          "text": recipe_text()}).content.decode()
-    assert "is not a recipe name" in page and ChangeRequest.objects.count() == 0
+    assert "expected a recipe name of lowercase letters" in page and "nothing was saved" in page
+    assert ChangeRequest.objects.count() == 0
 
 
 def test_rename_and_delete_open_change_requests(editor):
@@ -110,3 +111,11 @@ def test_rename_and_delete_open_change_requests(editor):
     assert ChangeRequest.objects.get(action="delete").title == "Gone"
     response = editor.post("/recipes/task/report/rename/", {"new_name": "scout/../x"}, follow=True)
     assert "is not a recipe name" in response.content.decode()
+
+
+def test_it_will_not_propose_a_recipe_that_does_not_parse(editor):
+    page = editor.post("/recipes/task/report/edit/", {"text": BROKEN, "message": "Broken"})
+    text = page.content.decode()
+    assert "fix the 1 error shown beside the text first; nothing was saved" in text
+    assert "interval: 900" in text  # what the user typed is still there
+    assert ChangeRequest.objects.count() == 0
