@@ -12,11 +12,13 @@ import difflib
 import logging
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from automations.models import ChangeRequest, ReviewComment
@@ -29,6 +31,7 @@ from automations.sync import parse_version, recipes_sync
 
 log = logging.getLogger(__name__)
 MERGE_ATTEMPTS = 3
+MERGE_CLAIM_EXPIRES = timedelta(minutes=10)
 
 
 class ReviewError(Exception):
@@ -227,9 +230,16 @@ def change_request_approve(*, change: ChangeRequest, user) -> ChangeRequest:
     previous = change.state
     # The claim: two reviewers pressing Approve at once must not merge twice; the one whose
     # update moves the request to `merging` goes on, the other is told it is not open.
-    if not ChangeRequest.objects.filter(pk=change.pk, state__in=OPEN_STATES).update(
-            state=ChangeState.MERGING, updated_at=timezone.now()):
+    # A claim left behind by a process that died mid-merge expires; merging again is safe
+    # (a tip already in the branch is recognised as merged).
+    now = timezone.now()
+    claimable = Q(state__in=OPEN_STATES) | Q(state=ChangeState.MERGING,
+                                            updated_at__lt=now - MERGE_CLAIM_EXPIRES)
+    if not ChangeRequest.objects.filter(claimable, pk=change.pk).update(
+            state=ChangeState.MERGING, updated_at=now):
         raise ReviewError("this change request is not open (merged or closed meanwhile)")
+    if previous == ChangeState.MERGING:
+        previous = ChangeState.OPEN
     try:
         merged_sha, conflicts = _merge(change, user)
     except Exception:

@@ -191,6 +191,19 @@ def test_two_approvals_at_once_merge_once(work, grace, linus):
         change_request_approve(change=change, user=linus)
 
 
+def test_a_claim_left_by_a_dead_process_expires(work, grace, linus):
+    from datetime import timedelta
+
+    from django.utils import timezone
+    change = change_request_open(user=grace, kind="task", name="report", text=recipe_text("x"))
+    work_git = git(work.path, "update-ref", "refs/heads/main", change.head_sha)  # pushed, then died
+    assert work_git == ""
+    ChangeRequest.objects.filter(pk=change.pk).update(
+        state="merging", updated_at=timezone.now() - timedelta(minutes=11))
+    change = change_request_approve(change=change, user=linus)
+    assert change.state == "merged" and change.merged_sha == change.head_sha
+
+
 def test_with_a_remote_a_concurrent_push_between_edit_and_approve(remote, grace, linus):
     """The bare 'remote': our edit, then someone pushes to main, then the approval."""
     recipes_sync()
