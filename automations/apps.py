@@ -2,6 +2,16 @@ from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
 
+def ensure_roles(sender, **kwargs) -> None:
+    """The four roles are groups (automations/roles.py); a user's groups are their roles."""
+    from django.contrib.auth.models import Group
+
+    from automations.roles import ROLES
+
+    for name in ROLES:
+        Group.objects.get_or_create(name=name)
+
+
 def ensure_schedules(sender, **kwargs) -> None:
     """The lost-worker sweeper runs every minute on whichever cluster is up."""
     from django_q.models import Schedule
@@ -19,3 +29,4 @@ class AutomationsConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(ensure_schedules, sender=self)
+        post_migrate.connect(ensure_roles, sender=self)

@@ -7,6 +7,7 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 
 from automations.models import Pass, Run
+from automations.models.runs import RunState
 from automations.report import cache_hit_percent
 from budgets.units import format_duration, format_tokens
 
@@ -24,6 +25,9 @@ class LiveRow:
     takeover_mark: int  # tokens into a pass where the wrap-up takes over (0: no wrap-up)
     cache: str
     provider_note: str
+    pass_used: int = 0  # tokens counted in the pass in flight (its judge included)
+    pass_task_cap: int = 0  # the task leg's share of a pass
+    pass_wrap_cap: int = 0  # the wrap-up leg's share (floors included; 0: no wrap-up)
 
     @property
     def budget_text(self) -> str:
@@ -31,8 +35,33 @@ class LiveRow:
         return f"{format_tokens(self.tokens_used)}/{format_tokens(self.tokens_cap)}{mark}"
 
     @property
+    def controls(self) -> list[str]:
+        return controls_for(self.run)
+
+    @property
     def percent_used(self) -> float:
         return 0.0 if not self.tokens_cap else min(100.0, 100.0 * self.tokens_used / self.tokens_cap)
+
+    @property
+    def pass_bar(self) -> dict:
+        """Percent positions for the pass's budget bar: burn, the takeover mark, the wrap-up share."""
+        total = max(self.pass_task_cap + self.pass_wrap_cap, 1)
+        mark = 100.0 * self.pass_task_cap / total if self.pass_wrap_cap else 100.0
+        return {"used": min(100.0, 100.0 * self.pass_used / total), "mark": mark,
+                "shaded": 100.0 - mark, "used_text": format_tokens(self.pass_used),
+                "cap_text": format_tokens(self.pass_task_cap + self.pass_wrap_cap),
+                "mark_text": format_tokens(self.pass_task_cap), "total": total}
+
+
+def pass_caps(plan: dict) -> tuple[int, int]:
+    """(task share, wrap-up share) of a pass as they can really be spent: the wrap-up's floor
+    may exceed the job's outer total, and the outer total is what holds."""
+    split = plan.get("split", {})
+    task = (split.get("task") or {}).get("tokens", 0)
+    wrap = (split.get("takeover") or {}).get("tokens", 0) if split.get("takeover") else 0
+    if plan.get("outer_tokens"):
+        wrap = min(wrap, plan["outer_tokens"])
+    return task, wrap
 
 
 def _cache(run: Run) -> str:
@@ -58,16 +87,18 @@ def _deadline(run: Run, current: Pass | None) -> str:
 
 def live_row(run: Run, current: Pass | None) -> LiveRow:
     plan = run.plan
-    split = plan.get("split", {})
+    task_cap, wrap_cap = pass_caps(plan)
     started = run.started_at or run.created_at
     return LiveRow(
         run=run, pass_label=f"pass {run.pass_number}/{plan.get('passes', 1)}", state=run.state_label,
         started_ago=f"{timesince(started, timezone.now())} ago", deadline=_deadline(run, current),
         verdict=run.last_verdict or "-", tokens_used=run.tokens_counted,
         tokens_cap=plan.get("worst_tokens", 0),
-        takeover_mark=(split.get("task") or {}).get("tokens", 0) if split.get("takeover") else 0,
+        takeover_mark=task_cap if wrap_cap else 0,
         cache=_cache(run),
         provider_note="scripted (offline demo model)" if run.provider == "scripted" else run.executor_model,
+        pass_used=current.tokens_counted if current else 0,
+        pass_task_cap=task_cap, pass_wrap_cap=wrap_cap,
     )
 
 
@@ -80,7 +111,17 @@ def live_rows(runs) -> list[LiveRow]:
 
 
 def duration_text(run: Run) -> str:
-    if not run.started_at:
-        return "-"
-    end = run.ended_at or timezone.now()
-    return format_duration(int((end - run.started_at).total_seconds())) or "0s"
+    return run.duration_text
+
+
+def controls_for(run: Run) -> list[str]:
+    """Which controls apply to a run right now (SPEC §5), in the order they are shown."""
+    if run.state == RunState.QUEUED:
+        return ["stop", "cancel"]
+    if run.state in (RunState.RUNNING, RunState.AWAITING_APPROVAL):
+        takeover = run.plan.get("split", {}).get("takeover")
+        land = ["land"] if run.phase == "task" and takeover and not run.control else []
+        return [*land, "stop", "cancel"]
+    if run.state == RunState.PAUSED:
+        return ["continue", "stop"] + (["resume"] if run.pause_reason == "cancelled" else [])
+    return ["resume"]

@@ -124,9 +124,12 @@ if REDIS_URL:
         }
     }
 else:
-    # Single-process only; the live-dashboard issue replaces this with a layer
-    # that crosses processes without a server.
+    # In-process pushes (a control clicked in this web server) arrive at once; changes made by
+    # workers in other processes reach the sockets by tailing the RunEvent log (consumers.py).
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# Tail the RunEvent log from each socket (needed when no Redis carries workers' pushes).
+RYSH_LIVE_TAIL = envbool("RYSH_LIVE_TAIL", not REDIS_URL)
+RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 100, minimum=20)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

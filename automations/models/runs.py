@@ -109,6 +109,22 @@ class Run(models.Model):
     def is_active(self) -> bool:
         return self.state in ACTIVE_STATES
 
+    @property
+    def tokens_text(self) -> str:
+        from budgets.units import format_tokens
+
+        return format_tokens(self.tokens_counted)
+
+    @property
+    def duration_text(self) -> str:
+        from budgets.units import format_duration
+        from django.utils import timezone
+
+        if not self.started_at:
+            return "-"
+        end = self.ended_at or timezone.now()
+        return format_duration(int((end - self.started_at).total_seconds())) or "0s"
+
 
 class PassStop(models.TextChoices):
     """Why a leg (and so a pass) ended."""

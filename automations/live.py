@@ -1,0 +1,66 @@
+"""Fragments of current state, rendered from the same partials the pages use.
+
+A push is never a diff or an event to replay: it is the whole current fragment with a stable
+id, swapped out of band, so a browser that reconnects (or misses a push) only needs the
+latest one. Pages and pushes call the same functions here.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.template.loader import render_to_string
+
+from automations.judge import REPORT_NAME
+from automations.markdown import render_markdown
+from automations.models import Pass, Run, RunEvent, Step
+from automations.models.runs import ACTIVE_STATES, RunState
+from automations.roles import user_can
+from automations.status import controls_for, live_row, live_rows
+from automations.timeline import timeline_svg
+
+STEP_LOG_LIMIT = 200
+RECENT_LIMIT = 15
+
+
+def home_context(user) -> dict:
+    active = Run.objects.filter(state__in=ACTIVE_STATES).order_by("created_at")
+    recent = Run.objects.filter(state=RunState.FINISHED).order_by("-ended_at", "-id")[:RECENT_LIMIT]
+    return {"rows": live_rows(active), "recent": list(recent), "can_operate": user_can(user, "operate")}
+
+
+def home_fragments(user) -> str:
+    return render_to_string("automations/_home_live.html", {**home_context(user), "oob": True})
+
+
+def run_context(run: Run, user) -> dict:
+    passes = list(Pass.objects.filter(run=run).order_by("number"))
+    current = passes[-1] if passes else None
+    steps = list(Step.objects.filter(run_pass__run=run).select_related("run_pass")
+                 .order_by("-run_pass__number", "-number")[:STEP_LOG_LIMIT])[::-1]
+    return {
+        "run": run, "row": live_row(run, current), "passes": passes, "steps": steps,
+        "timeline": timeline_svg(run, passes), "files": result_files(run),
+        "report": _report_html(run), "events": list(RunEvent.objects.filter(run=run).order_by("-id")[:30]),
+        "can_operate": user_can(user, "operate"), "controls": controls_for(run),
+        "current": current,
+    }
+
+
+def run_fragments(run: Run, user) -> str:
+    return render_to_string("automations/_run_live.html", {**run_context(run, user), "oob": True})
+
+
+def result_files(run: Run) -> list[dict]:
+    folder = Path(run.output_dir) if run.output_dir else None
+    if folder is None or not folder.is_dir():
+        return []
+    files = [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    files.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    return [{"name": str(p.relative_to(folder)), "size": p.stat().st_size} for p in files]
+
+
+def _report_html(run: Run):
+    path = Path(run.output_dir) / REPORT_NAME if run.output_dir else None
+    if path is None or not path.is_file():
+        return ""
+    return render_markdown(path.read_text(encoding="utf-8", errors="replace"))

@@ -1,0 +1,18 @@
+from django.urls import path
+
+from automations.views import runs
+
+urlpatterns = [
+    path("", runs.dashboard, name="dashboard"),
+    path("runs/<int:pk>/", runs.run_detail, name="run_detail"),
+    path("runs/<int:pk>/stop/", runs.run_stop, name="run_stop"),
+    path("runs/<int:pk>/cancel/", runs.run_cancel, name="run_cancel"),
+    path("runs/<int:pk>/continue/", runs.run_continue, name="run_continue"),
+    path("runs/<int:pk>/resume/", runs.run_resume, name="run_resume"),
+    path("runs/<int:pk>/land/", runs.run_land, name="run_land"),
+    path("runs/<int:pk>/files/<path:name>", runs.run_file, name="run_file"),
+    path("recipes/<str:kind>/<str:name>/run/", runs.run_new, name="run_new"),
+    path("recipes/<str:kind>/<str:name>/run/preview/", runs.run_preview, name="run_preview"),
+    path("history/", runs.history, name="history"),
+    path("history.csv", runs.history_csv, name="history_csv"),
+]
