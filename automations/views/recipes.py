@@ -92,6 +92,7 @@ def recipe_detail(request, kind: str, name: str):
         "versions": versions, "runs": runs, "changes": changes,
         "broken_newest": recipe.latest_id and recipe.latest_id != recipe.good_id,
         "can_edit": user_can(request.user, "edit") and not recipe.archived,
+        "can_operate": user_can(request.user, "operate"),
     })
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
 from automations.repo import RepoError, is_remote
@@ -21,6 +22,9 @@ from automations.tasks_sync import ensure_sync_schedule
 
 DEMO_SOURCE = Path(settings.BASE_DIR) / "demo" / "recipes"
 GIT_AUTHOR = ["-c", "user.name=rysh demo", "-c", "user.email=demo@rysh.invalid"]
+
+
+DEMO_ROLES = (("reviewer", "editor"), ("operator", "operator"), ("viewer", "viewer"))
 
 
 class Command(BaseCommand):
@@ -55,12 +59,21 @@ class Command(BaseCommand):
     def _seed_login(self, remembered: Path) -> None:
         User = get_user_model()
         if remembered.exists() and User.objects.filter(username="demo").exists():
-            self.stdout.write(f"login:   {remembered.read_text().strip()}")
+            for line in remembered.read_text().strip().splitlines():
+                self.stdout.write(f"login:   {line}")
             return
         if User.objects.exists():
             return  # a real team is here; never add a known login beside it
         password = secrets.token_urlsafe(9)
         User.objects.create_superuser("demo", "demo@rysh.invalid", password)
+        lines = [f"demo / {password}   (admin)"]
+        # one demo login per role, so a second person can review and roles can be tried
+        for username, role in DEMO_ROLES:
+            user = User.objects.create_user(username, f"{username}@rysh.invalid", password)
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
+            lines.append(f"{username} / {password}   ({role})")
         remembered.touch(mode=0o600)
-        remembered.write_text(f"demo / {password}\n")
-        self.stdout.write(f"login:   demo / {password}   (created; kept in {remembered})")
+        remembered.write_text("\n".join(lines) + "\n")
+        for line in lines:
+            self.stdout.write(f"login:   {line}")
+        self.stdout.write(f"         (created; kept in {remembered})")
