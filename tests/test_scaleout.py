@@ -40,10 +40,10 @@ def test_it_migrates_and_seeds_on_postgresql(fresh_database, tmp_path):
     seeded = _manage("seed_demo", env_extra=env, tmp_path=tmp_path)
     assert seeded.returncode == 0, seeded.stderr
     with psycopg.connect(fresh_database) as conn:
-        users = conn.execute("SELECT username FROM auth_user").fetchall()
+        users = conn.execute("SELECT username FROM auth_user ORDER BY username").fetchall()
         tables = {r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()}
-    assert users == [("demo",)]
+    assert users == [("demo",), ("operator",), ("reviewer",), ("viewer",)]
     assert "django_q_task" in tables
 
 
