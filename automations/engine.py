@@ -89,8 +89,7 @@ class Engine:
         run_pass = self._current_pass()
         if run_pass.ended_at is None:
             self._legs(run_pass)
-        if self.run.control == Control.STOP:
-            self._finish("stopped by user")
+        if self._stop_requested():
             return False
         if not self.plan.loop_enabled:
             self._finish("done")
@@ -104,7 +103,16 @@ class Engine:
             return False
         return self._next_pass_allowed(run_pass)
 
+    def _stop_requested(self) -> bool:
+        """A stop asked for at any time before the next pass: the run ends without iterating."""
+        if self._read_control(force=True) == Control.STOP:
+            self._finish("stopped by user")
+            return True
+        return False
+
     def _next_pass_allowed(self, run_pass: Pass) -> bool:
+        if self._stop_requested():
+            return False
         if run_pass.number >= self.plan.passes:
             self._finish(f"unfulfilled: the {self.plan.passes}-pass cap is reached")
             return False

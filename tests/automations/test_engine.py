@@ -172,6 +172,18 @@ def test_it_finishes_the_pass_in_flight_on_stop_and_does_not_judge(start):
     assert all(r.purpose != "judging" for r in model.requests)
 
 
+def test_it_does_not_iterate_after_a_stop_asked_for_while_judging(start):
+    run = start(LOOP, "x")
+
+    def stop_while_judging(request):
+        if request.purpose == "judging":
+            Run.objects.filter(pk=run.pk).update(control=Control.STOP)
+
+    run = drive(run, FakeModel(task=[{"text": "Done."}], judge=["NO\nnot yet"], on_call=stop_while_judging))
+    assert run.cause == "stopped by user"
+    assert Pass.objects.filter(run=run).count() == 1
+
+
 def test_it_pauses_on_cancel_mid_call_and_continues_the_same_conversation(start):
     run = start(ONE_PASS)
     cancel_once = {"done": False}
