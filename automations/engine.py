@@ -18,10 +18,12 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 from django.db import connection, transaction
 from django.db.models import Case, F, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from automations import events, judge as judging
@@ -346,14 +348,13 @@ class Engine:
                     write: int, model: str) -> None:
         """`counted` corrects the reservation already added by _reserve."""
         money = cost(model, input=inp, output=out, cache_read=read, cache_write=write)
+        # one UPDATE with F() expressions: a concurrent writer (a control) never loses a count
+        extra = {"cost": Coalesce(F("cost"), Value(Decimal(0))) + money} if money is not None else {}
         Run.objects.filter(pk=self.run.pk).update(
             tokens_counted=F("tokens_counted") + counted, seconds_used=F("seconds_used") + seconds,
             input_tokens=F("input_tokens") + inp, output_tokens=F("output_tokens") + out,
             cache_read_tokens=F("cache_read_tokens") + read,
-            cache_write_tokens=F("cache_write_tokens") + write)
-        if money is not None:
-            Run.objects.filter(pk=self.run.pk, cost__isnull=True).update(cost=0)
-            Run.objects.filter(pk=self.run.pk).update(cost=F("cost") + money)
+            cache_write_tokens=F("cache_write_tokens") + write, **extra)
         self.run.refresh_from_db(fields=["tokens_counted", "seconds_used", "input_tokens",
                                          "output_tokens", "cache_read_tokens",
                                          "cache_write_tokens", "cost"])

@@ -31,8 +31,12 @@ def push(run_id: int, event_id: int | None, kind: str) -> None:
     if layer is None:
         return
     payload = {"type": "run.changed", "run_id": run_id, "event_id": event_id, "kind": kind}
-    try:
+
+    async def send_both():
         for group in (RUNS_GROUP, run_group(run_id)):
-            async_to_sync(layer.group_send)(group, payload)
+            await layer.group_send(group, payload)
+
+    try:
+        async_to_sync(send_both)()  # one loop hop for both groups
     except Exception:  # a push is best effort: the database already holds the truth
         log.warning("live push failed for run %s", run_id, exc_info=True)
