@@ -6,6 +6,7 @@ switches to PostgreSQL and REDIS_URL to the Redis broker and channel layer.
 from __future__ import annotations
 
 import secrets
+import shutil
 from pathlib import Path
 
 import dj_database_url
@@ -163,6 +164,22 @@ RYSH_JUDGE_MODEL = envstr("RYSH_JUDGE_MODEL", "claude-haiku-4-5")
 RYSH_PROVIDER = envstr("RYSH_PROVIDER", "auto")  # auto | anthropic | scripted
 RYSH_WORKER_LOST_SECONDS = envint("RYSH_WORKER_LOST_SECONDS", 60, minimum=10)
 RYSH_WORKER_LOST_RETRIES = envint("RYSH_WORKER_LOST_RETRIES", 2, minimum=0)
+
+# web recipes (automations/agent/browser.py)
+RYSH_HOST = envstr("RYSH_HOST", "127.0.0.1")
+RYSH_PORT = envint("RYSH_PORT", 8000, minimum=1)
+# Where this dashboard is reached; a recipe `url: /demo-site/` is resolved against it.
+RYSH_SITE_URL = envstr("RYSH_SITE_URL", f"http://{RYSH_HOST}:{RYSH_PORT}").rstrip("/")
+# System Chromium when present; empty: Playwright's own build (`playwright install chromium`).
+RYSH_CHROMIUM = envstr("RYSH_CHROMIUM", shutil.which("chromium") or shutil.which("chromium-browser") or "")
+RYSH_PROFILES_DIR = DATA_DIR / "profiles"  # persistent browser profiles, mode 0700
+RYSH_SCREENSHOTS_DIR = DATA_DIR / "screenshots"  # the filmstrip: one small JPEG per web step
+RYSH_VIDEOS_DIR = DATA_DIR / "videos"  # `record: true`
+RYSH_PAGE_TEXT_LIMIT = envint("RYSH_PAGE_TEXT_LIMIT", 20000, minimum=500)  # characters of a page read
+RYSH_BROWSER_TIMEOUT = envint("RYSH_BROWSER_TIMEOUT", 15, minimum=1)  # seconds per browser action
+RYSH_PROFILE_WAIT = envint("RYSH_PROFILE_WAIT", 60, minimum=0)  # seconds to wait for a busy profile
+RYSH_APPROVAL_TIMEOUT = envint("RYSH_APPROVAL_TIMEOUT", 300, minimum=1)  # then the action is rejected
+RYSH_SCHEDULE_MAX_FAILURES = envint("RYSH_SCHEDULE_MAX_FAILURES", 5, minimum=1)
 
 LOGGING = {
     "version": 1,

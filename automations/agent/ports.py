@@ -76,6 +76,18 @@ class ToolResult:
     content: str
     is_error: bool = False
     files: list[str] = field(default_factory=list)  # result files written by this call
+    # images for the model, each {"media_type": "image/jpeg", "data": <base64>}; they travel
+    # in the tool result and count against the input bound by their base64 bytes
+    images: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PageCapture:
+    """Where a web step left the browser: for the filmstrip and the continue checkpoint."""
+
+    url: str
+    title: str = ""
+    jpeg: bytes | None = None
 
 
 class ToolsPort(Protocol):
@@ -86,3 +98,10 @@ class ToolsPort(Protocol):
     def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run one tool. Errors come back as ToolResult(is_error=True), never as exceptions."""
         ...
+
+
+# Optional, used when a tools port has them (the browser's do):
+#   approval_subjects(name, arguments) -> list[str]: what an `approve:` pattern is matched
+#       against (a click's selector or text and the element's visible text)
+#   capture() -> PageCapture | None: called after every step
+#   close() -> None: called when the worker lets go of the run (paused or finished)
