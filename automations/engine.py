@@ -12,6 +12,7 @@ so the ceiling holds and no token is counted twice (one ledger entry per step).
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -21,12 +22,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from automations import events, judge as judging
+from automations import approvals, events, judge as judging
 from automations.agent.ports import ModelCancelled, ModelError, ModelPort, ModelReply, ModelRequest, ToolsPort
 from automations.arming import first_message, reminder, resumed_message, seeded_message
 from automations.models import Pass, Run, Step
@@ -47,6 +49,10 @@ log = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 5
 CONTROL_POLL_SECONDS = 0.5
 BUDGET_STOPS = (PassStop.STEPS, PassStop.TIME, PassStop.TOKENS, PassStop.LANDED)
+LOOP_WINDOW = 20  # loop detection: the last 20 tool calls of the pass...
+LOOP_REPEATS = 3  # ...may hold the same call (name and input) at most 3 times
+IMAGES_KEPT = 3  # screenshots kept in the conversation; older ones become a note
+LIVE_STATES = (RunState.RUNNING, RunState.AWAITING_APPROVAL)  # a worker holds the run
 
 
 class Paused(Exception):
@@ -250,23 +256,90 @@ class Engine:
         except ModelError as exc:
             self._settle_failed(step, str(exc), time.monotonic() - started)
             raise
-        results = self._run_tools(reply)
-        self._settle(run_pass, step, reply, results, time.monotonic() - started)
+        results, waited = self._run_tools(reply, run_pass, step)
+        self._capture(step)
+        # time spent waiting for a person is not the pass's: it stays off every clock
+        self._settle(run_pass, step, reply, results, time.monotonic() - started - waited)
         return reply
 
-    def _run_tools(self, reply: ModelReply) -> list[dict]:
-        results = []
+    def _run_tools(self, reply: ModelReply, run_pass: Pass, step: Step) -> tuple[list[dict], float]:
+        """Run the reply's tool calls; returns the results and the seconds spent waiting for
+        people to answer approvals."""
+        results, waited = [], 0.0
+        history = _tool_history(run_pass.messages)
         for call in reply.tool_calls:
             if self._read_control(force=True) == Control.CANCEL:
                 results.append(_tool_result(call["id"], "not run: the run was cancelled", True))
                 continue
-            try:
-                outcome = self.armed.tools.call(call["name"], call.get("input") or {})
-                results.append(_tool_result(call["id"], outcome.content, outcome.is_error))
-            except Exception as exc:  # a tool bug goes back to the model, never crashes the pass
-                log.exception("tool %s failed", call.get("name"))
-                results.append(_tool_result(call["id"], f"tool failed: {type(exc).__name__}: {exc}", True))
-        return results
+            identity = _call_identity(call)
+            repeats = history[-LOOP_WINDOW:].count(identity)
+            history.append(identity)
+            if repeats >= LOOP_REPEATS:
+                results.append(_tool_result(call["id"], (
+                    f"refused: this exact call ({call['name']} with the same input) is already "
+                    f"{repeats} of your last {LOOP_WINDOW} tool calls. You are going in circles: "
+                    "change your approach, or save what you have and finish."), True))
+                continue
+            held = self._approval(call, run_pass, step)
+            if held is not None:
+                approval, seconds = held
+                waited += seconds
+                if approval.state != "approved":
+                    results.append(_tool_result(call["id"], approvals.result_text(approval), True))
+                    continue
+            results.append(self._one_tool(call))
+        return results, waited
+
+    def _one_tool(self, call: dict) -> dict:
+        try:
+            outcome = self.armed.tools.call(call["name"], call.get("input") or {})
+            return _tool_result(call["id"], outcome.content, outcome.is_error, outcome.images)
+        except Exception as exc:  # a tool bug goes back to the model, never crashes the pass
+            log.exception("tool %s failed", call.get("name"))
+            return _tool_result(call["id"], f"tool failed: {type(exc).__name__}: {exc}", True)
+
+    def _approval(self, call: dict, run_pass: Pass, step: Step):
+        """Hold a call the recipe's `approve:` names until a person answers: (approval, seconds
+        waited), or None when the call needs no approval."""
+        patterns = self.armed.spec.approve
+        if not patterns:
+            return None
+        arguments = call.get("input") or {}
+        describe = getattr(self.armed.tools, "approval_subjects", None)
+        subjects = describe(call["name"], arguments) if describe else \
+            [v for v in arguments.values() if isinstance(v, str)]
+        matched = approvals.gate(patterns, call["name"], subjects)
+        if matched is None:
+            return None
+        began = time.monotonic()
+        approval = approvals.request(self.run, pass_number=run_pass.number, step_number=step.number,
+                                     call=call, pattern=matched[0], subject=matched[1],
+                                     timeout_seconds=settings.RYSH_APPROVAL_TIMEOUT)
+        approval = approvals.wait(approval, interrupted=self._approval_interrupted)
+        self.run.state = RunState.RUNNING
+        return approval, time.monotonic() - began
+
+    def _approval_interrupted(self) -> str | None:
+        control = self._read_control(force=True)
+        if control == Control.CANCEL:
+            return "the run was cancelled while it waited; the action was not taken"
+        if control == Control.STOP:
+            return "the run was asked to stop while it waited; the action was not taken"
+        return None
+
+    def _capture(self, step: Step) -> None:
+        """A web step: where the browser is now (the continue checkpoint) and a thumbnail."""
+        capture = getattr(self.armed.tools, "capture", None)
+        shot = capture() if capture else None
+        if shot is None:
+            return
+        step.page_url, step.page_title = shot.url[:2000], shot.title[:300]
+        if shot.jpeg:
+            relative = f"{self.run.pk}/{step.run_pass.number}-{step.number}.jpg"
+            path = Path(settings.RYSH_SCREENSHOTS_DIR) / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(shot.jpeg)
+            step.screenshot = relative
 
     # -- the ledger: reserve before, settle after ------------------------------------------
 
@@ -294,6 +367,7 @@ class Engine:
             if (run_pass.leg_steps + 1) % self.plan.interval == 0:
                 content.append({"type": "text", "text": reminder(str(self.armed.output_dir))})
             run_pass.messages.append({"role": "user", "content": content})
+            _drop_old_images(run_pass.messages, keep=IMAGES_KEPT)
         run_pass.leg_steps += 1
         run_pass.leg_tokens += usage.counted
         run_pass.leg_seconds += seconds
@@ -303,7 +377,7 @@ class Engine:
         step.cache_read_tokens, step.cache_write_tokens = usage.cache_read_tokens, usage.cache_write_tokens
         step.counted_tokens = usage.counted
         step.stop_reason, step.text = reply.stop_reason, reply.text
-        step.tool_calls, step.tool_results = reply.tool_calls, results
+        step.tool_calls, step.tool_results = reply.tool_calls, [_without_images(r) for r in results]
         step.duration_ms = int(seconds * 1000)
         with transaction.atomic():
             step.save()
@@ -477,9 +551,55 @@ def _append_user_text(messages: list, text: str) -> None:
         messages.append({"role": "user", "content": [block]})
 
 
-def _tool_result(tool_use_id: str, content: str, is_error: bool) -> dict:
+def _tool_result(tool_use_id: str, content: str, is_error: bool, images: list | None = None) -> dict:
+    if images:
+        # the Messages API takes text and image blocks in a tool result
+        blocks = [{"type": "text", "text": content}] + [
+            {"type": "image", "source": {"type": "base64", "media_type": i["media_type"], "data": i["data"]}}
+            for i in images]
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": blocks, "is_error": is_error}
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content,
             "is_error": is_error}
+
+
+def _without_images(result: dict) -> dict:
+    """What a Step row keeps of a tool result: its text, and a note for each image."""
+    if not isinstance(result.get("content"), list):
+        return result
+    parts = []
+    for block in result["content"]:
+        if block.get("type") == "text":
+            parts.append(block["text"])
+        elif block.get("type") == "image":
+            parts.append(f"[an image was shown to the model: {len(block['source']['data']) * 3 // 4 // 1024} KB]")
+    return {**result, "content": "\n".join(parts)}
+
+
+def _drop_old_images(messages: list, keep: int) -> None:
+    """Keep only the newest `keep` screenshots in the conversation. Shrinking earlier turns
+    only lowers what a call really sends, so the incremental input bound still holds."""
+    seen = 0
+    for message in reversed(messages):
+        for block in message["content"] if isinstance(message.get("content"), list) else []:
+            inner = block.get("content") if block.get("type") == "tool_result" else None
+            if not isinstance(inner, list):
+                continue
+            for index in range(len(inner) - 1, -1, -1):
+                if inner[index].get("type") != "image":
+                    continue
+                seen += 1
+                if seen > keep:
+                    inner[index] = {"type": "text", "text": "[an earlier screenshot, dropped to save tokens]"}
+
+
+def _call_identity(call: dict) -> str:
+    return call.get("name", "") + " " + json.dumps(call.get("input") or {}, sort_keys=True, ensure_ascii=False)
+
+
+def _tool_history(messages: list) -> list[str]:
+    """Every tool call of the conversation so far, oldest first (survives a continue)."""
+    return [_call_identity(block) for message in messages if message.get("role") == "assistant"
+            for block in message.get("content") or [] if block.get("type") == "tool_use"]
 
 
 def _step_summary(step: Step) -> str:
@@ -508,7 +628,7 @@ class Heartbeat:
     def _beat(self) -> None:
         try:
             while not self.stopped.wait(HEARTBEAT_SECONDS):
-                Run.objects.filter(pk=self.run_id, state=RunState.RUNNING).update(heartbeat_at=timezone.now())
+                Run.objects.filter(pk=self.run_id, state__in=LIVE_STATES).update(heartbeat_at=timezone.now())
         finally:
             connection.close()
 
@@ -547,11 +667,30 @@ def execute(run_id: int, armed_for) -> None:
         run.started_at = now
     settle_pending_steps(run)
     run.refresh_from_db()
-    try:
-        armed = armed_for(run)
-    except Exception as exc:  # e.g. the recipe's script or API key went away since start
-        finish_run(run, f"error: {exc}")
-        return
-    events.record(run, "running", f"running on {armed.model.label}", model=armed.model.label)
+    # the heartbeat starts before arming: a web run may wait for its browser profile
     with Heartbeat(run_id):
-        Engine(run, armed).go()
+        try:
+            armed = armed_for(run)
+        except Exception as exc:  # e.g. the recipe's script or API key went away since start
+            finish_run(run, f"error: {exc}")
+            return
+        events.record(run, "running", f"running on {armed.model.label}", model=armed.model.label)
+        for note in getattr(armed.tools, "notes", []):
+            events.record(run, "note", note)
+        try:
+            Engine(run, armed).go()
+        finally:
+            release_tools(run, armed.tools)
+
+
+def release_tools(run: Run, tools) -> None:
+    """The worker lets go of the run (paused or finished): close its browser, if any."""
+    close = getattr(tools, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception:  # closing must never turn a finished run into an error
+        log.warning("closing the tools of run %s failed", run.pk, exc_info=True)
+    for video in getattr(tools, "videos", []):
+        events.record(run, "video", f"video saved: {Path(video).name}", path=video)

@@ -68,7 +68,8 @@ _BUILTIN_PLACEHOLDERS = ("args", "output_dir", "results_dir")
 _HOST_RE = re.compile(
     r"(\*\.)?(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\Z", re.IGNORECASE
 )
-_URL_RE = re.compile(r"https?://\S+\Z", re.IGNORECASE)
+# a web address, or a path on this dashboard's own site (RYSH_SITE_URL), such as /demo-site/
+_URL_RE = re.compile(r"(https?://\S+|/(?!/)\S*)\Z", re.IGNORECASE)
 _CRON_FIELD_RE = re.compile(r"[0-9A-Za-z*/,\-]+\Z")
 _SCHEDULE_MACROS = ("@hourly", "@daily", "@weekly", "@monthly")
 _SCHEDULE_EXPECTED = (
@@ -524,7 +525,8 @@ def _read_recipe(r: _Reader, keys: dict, path: str, kind_arg: str | None,
         "web_profile": functools.partial(r.matching, pattern=NAME_RE,
                                          what=f"a browser profile name ({_NAME_EXPECTED})"),
         "url": functools.partial(r.matching, pattern=_URL_RE,
-                                 what="a web address starting with http:// or https://"),
+                                 what="a web address starting with http:// or https:// "
+                                      "(or a path on this dashboard, starting with /)"),
         "web_read": functools.partial(r.choice, options=("text", "screenshot")),
         "record": r.boolean,
         "args": functools.partial(_read_arg_names, r),

@@ -16,12 +16,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from automations import events
+from automations import approvals, events
 from automations.agent.providers import ProviderError, choose_provider, preflight_anthropic, script_beside
 from automations.arming import OverrideError, arm, first_message, plan_snapshot
 from automations.engine import finish_run, settle_pending_steps
-from automations.models import Pass, Recipe, RecipeVersion, Run
-from automations.models.runs import ACTIVE_STATES, Control, RunState
+from automations.models import Approval, Pass, Recipe, RecipeVersion, Run
+from automations.models.runs import ACTIVE_STATES, ApprovalState, Control, RunState
 from automations.plan_report import plan_lines
 from automations.recipe import RecipeError, resolve_output_dir
 from automations.report import write_report
@@ -94,9 +94,6 @@ def run_start(*, kind: str, name_or_path: str, args: list[str], user=None, headl
               overrides: dict | None = None, provider: str | None = None, dry_run: bool = False,
               resumed_from: Run | None = None) -> Run | DryRun:
     """Arm and queue a run, or refuse with a clear message before anything is spent."""
-    if kind == "web":
-        raise RunRefused("web recipes need the browser tools, which this installation does not "
-                         f"have yet; `auto web check {name_or_path}` shows their plan")
     source = recipe_source(kind=kind, name_or_path=name_or_path)
     try:
         spec, plan = arm(source.text, path=source.path, kind=kind, overrides=overrides or {})
@@ -107,6 +104,9 @@ def run_start(*, kind: str, name_or_path: str, args: list[str], user=None, headl
         missing = ", ".join(spec.args[len(args):])
         raise RunRefused(f"{spec.target} needs {len(spec.args)} argument(s): "
                          f"{' '.join(spec.args)}; missing: {missing}")
+    if spec.kind == "web" and settings.RYSH_CHROMIUM and not Path(settings.RYSH_CHROMIUM).exists():
+        raise RunRefused(f"RYSH_CHROMIUM is {settings.RYSH_CHROMIUM}, which does not exist; install "
+                         "Chromium (make install) or unset RYSH_CHROMIUM to use Playwright's own")
     executor = spec.executor_model or settings.RYSH_EXECUTOR_MODEL
     judge = spec.judge or settings.RYSH_JUDGE_MODEL
     if dry_run:
@@ -154,6 +154,15 @@ def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge) -> lis
     lines += [f"  note: {n}" for n in source.notes]
     lines += ["", "prompt:", *("  " + line for line in first_message(spec, args, output_dir).splitlines()), ""]
     lines += plan_lines(spec, plan, executor=executor, judge=judge)
+    if spec.kind == "web":
+        from automations.tasks import site_url
+
+        lines += [f"browser: profile {spec.web_profile}, start page {site_url(spec.url) if spec.url else '(blank)'}, "
+                  f"reads pages as {spec.web_read}"
+                  + (f", only {', '.join(spec.allowed_domains)}" if spec.allowed_domains else "")
+                  + (", video kept" if spec.record else "")]
+        if spec.approve:
+            lines.append(f"approval needed for: {', '.join(spec.approve)}")
     lines += [f"schedule: {spec.schedule or 'none'}", f"results: {output_dir}"]
     return lines
 
@@ -263,6 +272,27 @@ def run_resume(*, run: Run, user=None, headless: bool | None = None, provider: s
                      overrides=run.overrides, provider=provider or run.provider, resumed_from=run)
 
 
+# -- approvals ----------------------------------------------------------------------------------
+
+def approval_answer(*, approval: Approval, user, approved: bool, reason: str = "") -> str:
+    """A person answers a pending approval; the engine, polling, goes on at once."""
+    if approval.state != ApprovalState.PENDING:
+        raise RunRefused(f"approval #{approval.pk} was already answered ({approval.state})")
+    state = ApprovalState.APPROVED if approved else ApprovalState.REJECTED
+    if not approvals.settle(approval, state, reason.strip(), user=user):
+        approval.refresh_from_db()
+        raise RunRefused(f"approval #{approval.pk} was answered meanwhile ({approval.state})")
+    verb = "approved" if approved else "rejected"
+    return f"run #{approval.run_id}: {approval.action_text} {verb}" + (f" ({reason.strip()})" if reason.strip() else "")
+
+
+def pending_approval(run: Run) -> Approval:
+    approval = Approval.objects.filter(run=run, state=ApprovalState.PENDING).first()
+    if approval is None:
+        raise RunRefused(f"run #{run.pk} has no action waiting for approval ({run.state_label})")
+    return approval
+
+
 # -- the sweeper: runs whose worker died -------------------------------------------------------
 
 def runs_sweep_lost(*, now=None) -> list[str]:
@@ -272,12 +302,15 @@ def runs_sweep_lost(*, now=None) -> list[str]:
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.RYSH_WORKER_LOST_SECONDS)
     said = []
-    stale = Run.objects.filter(state=RunState.RUNNING).filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
+    live = [RunState.RUNNING, RunState.AWAITING_APPROVAL]
+    stale = Run.objects.filter(state__in=live).filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
     for run in stale:
         # running -> paused(worker lost) once: two sweepers cannot both take it
-        if Run.objects.filter(pk=run.pk, state=RunState.RUNNING, heartbeat_at=run.heartbeat_at).update(
+        if Run.objects.filter(pk=run.pk, state=run.state, heartbeat_at=run.heartbeat_at).update(
                 state=RunState.PAUSED, pause_reason="worker lost", lost_count=run.lost_count + 1) != 1:
             continue
+        for approval in Approval.objects.filter(run=run, state=ApprovalState.PENDING):
+            approvals.settle(approval, ApprovalState.CANCELLED, "the worker was lost while it waited")
         run.refresh_from_db()
         settled = settle_pending_steps(run)
         if run.control == Control.STOP:

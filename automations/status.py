@@ -120,7 +120,8 @@ def controls_for(run: Run) -> list[str]:
         return ["stop", "cancel"]
     if run.state in (RunState.RUNNING, RunState.AWAITING_APPROVAL):
         takeover = run.plan.get("split", {}).get("takeover")
-        land = ["land"] if run.phase == "task" and takeover and not run.control else []
+        land = ["land"] if (run.state == RunState.RUNNING and run.phase == "task" and takeover
+                            and not run.control) else []
         return [*land, "stop", "cancel"]
     if run.state == RunState.PAUSED:
         return ["continue", "stop"] + (["resume"] if run.pause_reason == "cancelled" else [])

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from automations.views import runs
+from automations.views import demo_site, runs
 
 urlpatterns = [
     path("", runs.dashboard, name="dashboard"),
@@ -15,4 +15,10 @@ urlpatterns = [
     path("recipes/<str:kind>/<str:name>/run/preview/", runs.run_preview, name="run_preview"),
     path("history/", runs.history, name="history"),
     path("history.csv", runs.history_csv, name="history_csv"),
+    # the offline web demo's target: a public toy site (no login), see views/demo_site.py
+    path("demo-site/", demo_site.editor, name="demo_site_editor"),
+    path("demo-site/stories/", demo_site.stories, name="demo_site_stories"),
+    path("demo-site/stories/<int:number>/", demo_site.story, name="demo_site_story"),
+    path("demo-site/stories/<int:number>/publish/", demo_site.publish, name="demo_site_publish"),
+    path("demo-site/p/<int:number>/", demo_site.public, name="demo_site_public"),
 ]

@@ -195,6 +195,11 @@ class Step(models.Model):
     tool_calls = models.JSONField(default=list)
     tool_results = models.JSONField(default=list)
     duration_ms = models.PositiveIntegerField(default=0)
+    # web steps: where the browser was after the step (the continue checkpoint) and a small
+    # JPEG of it for the filmstrip, a file under RYSH_SCREENSHOTS_DIR (rows stay small)
+    page_url = models.CharField(max_length=2000, blank=True)
+    page_title = models.CharField(max_length=300, blank=True)
+    screenshot = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -214,3 +219,48 @@ class RunEvent(models.Model):
 
     class Meta:
         ordering = ["id"]
+
+
+class ApprovalState(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"  # nobody answered in time: the action was not taken
+    CANCELLED = "cancelled"  # the run was cancelled or lost its worker while it waited
+
+
+class Approval(models.Model):
+    """A tool call named in the recipe's `approve:` list, held until a person answers."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
+    pass_number = models.PositiveIntegerField()
+    step_number = models.PositiveIntegerField()
+    tool_name = models.CharField(max_length=100)
+    tool_input = models.JSONField(default=dict)
+    pattern = models.CharField(max_length=300)  # the `approve:` entry that matched
+    subject = models.CharField(max_length=500, blank=True)  # what it matched, e.g. the button's text
+    state = models.CharField(max_length=10, choices=ApprovalState.choices, default=ApprovalState.PENDING,
+                             db_index=True)
+    reason = models.TextField(blank=True)
+    answered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            # a run waits for one answer at a time
+            models.UniqueConstraint(fields=["run"], condition=models.Q(state="pending"),
+                                    name="one_pending_approval_per_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"approval #{self.pk} of {self.run}: {self.tool_name}"
+
+    @property
+    def action_text(self) -> str:
+        """`click 'Publish'`: the call as a person reads it."""
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.tool_input.items() if k != "content")
+        return f"{self.tool_name}({shown})"

@@ -86,9 +86,17 @@ def test_it_refuses_missing_arguments_and_unknown_recipes(recipe):
         auto("task", "run", "nope")
 
 
-def test_it_refuses_web_runs_until_the_browser_tools_exist(recipe):
-    with pytest.raises(CommandError, match="web recipes need the browser tools"):
+def test_it_refuses_an_unknown_web_recipe_and_dry_runs_a_web_one(recipe, tmp_path, settings):
+    with pytest.raises(CommandError, match="no web recipe named 'anything'"):
         auto("web", "run", "anything")
+    folder = tmp_path / "repo/.rysh/automations/webs"
+    folder.mkdir(parents=True)
+    (folder / "shop.md").write_text("---\nurl: /demo-site/\nallowed_domains: [127.0.0.1]\n"
+                                    "approve: ['click:Buy*']\n---\nBuy nothing.\n")
+    settings.RYSH_SITE_URL = "http://127.0.0.1:8000"
+    out = auto("web", "run", str(folder / "shop.md"), "--dry-run")
+    assert "browser: profile default, start page http://127.0.0.1:8000/demo-site/, reads pages as text, only 127.0.0.1" in out
+    assert "approval needed for: click:Buy*" in out
 
 
 def test_it_runs_the_last_good_version_when_the_newest_is_broken(recipe_file, settings):

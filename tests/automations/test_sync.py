@@ -257,12 +257,12 @@ def test_seed_demo_creates_syncs_and_schedules_once(settings, tmp_path, capsys):
     call_command("seed_demo")
     out = capsys.readouterr().out
     assert "recipes: created the demo repository" in out
-    assert "synced: 3 recipes, 3 changed, 0 invalid" in out
-    assert "synced: 3 recipes, 0 changed, 0 invalid" in out
+    assert "synced: 4 recipes, 4 changed, 0 invalid" in out
+    assert "synced: 4 recipes, 0 changed, 0 invalid" in out
     schedule = Schedule.objects.get(func="automations.tasks_sync.sync_task")
     assert (schedule.schedule_type, schedule.minutes) == (Schedule.MINUTES, 1)
-    assert sync_task().startswith("synced: 3 recipes, 0 changed")
-    assert {r.name for r in Recipe.objects.all()} == {"halilagin-medium", "reading-list", "scout"}
+    assert sync_task().startswith("synced: 4 recipes, 0 changed")
+    assert {r.name for r in Recipe.objects.all()} == {"halilagin-medium", "reading-list", "scout", "tiny-press"}
 
 
 def test_the_benchmark_runs_and_holds_its_rules():

@@ -22,14 +22,15 @@ from automations.workdir import find_recipe
 from budgets.plan import resolve
 from budgets.units import format_tokens
 
-ACTIONS = ["run", "status", "stop", "cancel", "continue", "resume", "land", "results", "history", "check"]
+ACTIONS = ["run", "status", "stop", "cancel", "continue", "resume", "land", "results", "history", "check",
+           "approve", "reject"]
 OVERRIDE_OPTIONS = ["budget", "steps", "duration", "passes", "total", "total_duration", "takeover_when"]
 SUCCESS_CAUSES = ("fulfilled", "done")
 
 
 class Command(BaseCommand):
     help = ("Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|resume|land|"
-            "results|history|check [NAME_OR_PATH] [ARGS...]")
+            "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]")
 
     def add_arguments(self, parser):
         parser.add_argument("kind", choices=["web", "task"])
@@ -137,6 +138,16 @@ class Command(BaseCommand):
         self.stdout.write(services.run_continue(run=run))
         if options["wait"]:
             self._wait(run)
+
+    def do_approve(self, target, recipe_args, options):
+        run = self._run(target)
+        self.stdout.write(services.approval_answer(approval=services.pending_approval(run), user=None,
+                                                   approved=True, reason=" ".join(recipe_args)))
+
+    def do_reject(self, target, recipe_args, options):
+        run = self._run(target)
+        self.stdout.write(services.approval_answer(approval=services.pending_approval(run), user=None,
+                                                   approved=False, reason=" ".join(recipe_args)))
 
     def _run(self, target: str, states=ACTIVE_STATES) -> Run:
         """A run id, or the recipe's active run (any latest run when `states` is None)."""

@@ -1,0 +1,68 @@
+"""Tiny Press: a toy publishing site the dashboard serves for the offline web demo.
+
+Public on purpose (no login): it is the page the demo's agent drives in a real browser,
+like Medium for the seeds' publishing recipe — write a story, save it as a draft, publish
+the draft. Stories live in the visitor's session, so each browser profile has its own and
+a draft saved in one pass is still there in the next.
+"""
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+SESSION_KEY = "demo_site_stories"
+
+
+def _stories(request) -> list[dict]:
+    return request.session.setdefault(SESSION_KEY, [])
+
+
+def _story(request, number: int) -> dict:
+    for story in _stories(request):
+        if story["id"] == number:
+            return story
+    raise Http404("no such story")
+
+
+def editor(request):
+    """The start page: a new story."""
+    error, title, body = "", "", ""
+    if request.method == "POST":
+        title, body = request.POST.get("title", "").strip(), request.POST.get("body", "").strip()
+        if not title or not body:
+            error = "A story needs a title and some text."
+        else:
+            stories = _stories(request)
+            story = {"id": max([s["id"] for s in stories] + [0]) + 1, "title": title[:200],
+                     "body": body[:20000], "published": False}
+            stories.append(story)
+            request.session.modified = True
+            return redirect("demo_site_story", number=story["id"])
+    return render(request, "demo_site/editor.html", {"error": error, "title": title, "body": body},
+                  status=400 if error else 200)
+
+
+def stories(request):
+    mine = _stories(request)
+    drafts = [s for s in reversed(mine) if not s["published"]]
+    published = [s for s in reversed(mine) if s["published"]]
+    return render(request, "demo_site/stories.html", {"drafts": drafts, "published": published})
+
+
+def story(request, number: int):
+    return render(request, "demo_site/story.html", {"story": _story(request, number)})
+
+
+@require_POST
+def publish(request, number: int):
+    _story(request, number)["published"] = True
+    request.session.modified = True
+    return redirect("demo_site_public", number=number)
+
+
+def public(request, number: int):
+    story = _story(request, number)
+    if not story["published"]:
+        raise Http404("not published")
+    return render(request, "demo_site/public.html", {"story": story})
