@@ -282,6 +282,8 @@ class BrowserTools:
                 result = self.call("navigate", {"url": url})
                 if result.is_error:
                     raise BrowserError(f"could not open the start page: {result.content}")
+            self.notes.append(f"browser: profile {self.profile}, {'headless' if self.headless else 'headed'}, "
+                              f"opened {url or 'a blank page'}")
         except BaseException:
             self.close()
             raise
