@@ -1,0 +1,129 @@
+"""Take the README's screenshots from a real, throwaway rysh (daphne + qcluster + Chromium).
+
+    .venv/bin/python scripts/screenshots.py [--out docs/screenshots] [--keep]
+
+Same setup as the end-to-end tests (tests/e2e/stack.py): a temp data folder, migrate,
+seed_demo, the offline demo recipe run on the scripted model. Every picture is 1280 px wide.
+Runs: one fulfilled and one stopped for the history, then one watched live from the browser.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from tests.e2e.stack import Stack, launch_chromium, login  # noqa: E402
+
+WIDTH = 1280
+MAX_BYTES = 400 * 1024
+RECIPE = "/recipes/task/reading-list/"
+
+
+def shoot(page, out: Path, name: str, *, until: str = "main", max_height: int = 2400) -> Path:
+    """The page from the top down to the bottom of `until` (plus a margin), at most max_height."""
+    path = out / f"{name}.png"
+    bottom = page.evaluate("(sel) => { const r = document.querySelector(sel).getBoundingClientRect();"
+                           " return r.bottom + window.scrollY; }", until)
+    height = int(min(bottom + 24, max_height, page.evaluate("document.documentElement.scrollHeight")))
+    page.screenshot(path=str(path), full_page=True, clip={"x": 0, "y": 0, "width": WIDTH, "height": height})
+    size = path.stat().st_size
+    print(f"  {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}  {size // 1024} KB")
+    if size > MAX_BYTES:
+        print(f"  warning: {path.name} is over {MAX_BYTES // 1024} KB")
+    return path
+
+
+def steps_shown(page) -> int:
+    return page.evaluate("document.querySelectorAll('#run-steps details.step').length")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
+    parser.add_argument("--keep", action="store_true", help="keep the temp data folder (its path is printed)")
+    options = parser.parse_args()
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    stack = Stack()
+    print(f"data: {stack.data}")
+    try:
+        stack.start()
+        logins = stack.logins()
+        # history: one run that finishes, one stopped by a person
+        stack.manage("auto", "task", "run", "reading-list", "unattended agents", "--wait", timeout=120)
+        second = stack.run("reading-list", "budgets for agents")
+        stack.wait_run(second, lambda r: r["pass_number"] >= 1 and r["state"] == "running")
+        stack.manage("auto", "task", "stop", f"#{second}")
+        stack.wait_run(second, lambda r: r["state"] == "finished")
+
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            context = browser.new_context(viewport={"width": WIDTH, "height": 820})
+            context.set_default_timeout(30_000)
+            page = context.new_page()
+            login(page, stack.url, "demo", logins["demo"])
+
+            # a run started from the browser, watched live on the dashboard and its own page
+            dashboard = context.new_page()
+            dashboard.goto(stack.url + "/")
+            page.goto(stack.url + RECIPE)
+            page.click("#run-recipe")
+            page.fill("input[name=arg_0]", "human oversight of automation")
+            page.click("text=Preview (dry run)")
+            page.locator("#preview pre.plan").wait_for()
+            page.click("#run-submit")
+            page.wait_for_url(re.compile(r"/runs/\d+/$"))
+            page.wait_for_function("() => document.querySelectorAll('#run-steps details.step').length >= 7")
+            shoot(dashboard, out, "dashboard-live")
+            shoot(page, out, "run-live", until="#run-steps")
+            print(f"    (mid-run: {steps_shown(page)} steps shown, state {page.inner_text('#run-state')})")
+
+            page.wait_for_function("() => document.querySelector('#run-cause')", timeout=60_000)
+            page.wait_for_selector("#run-report h1")
+            page.wait_for_timeout(300)
+            shoot(page, out, "run-finished", until="#run-report")
+
+            page.goto(stack.url + "/history/")
+            shoot(page, out, "history")
+
+            page.goto(stack.url + RECIPE)
+            shoot(page, out, "recipe", max_height=1600)
+
+            # the editor with a live error, then a valid change proposed: its cost delta
+            reviewer = browser.new_context(viewport={"width": WIDTH, "height": 900}).new_page()
+            reviewer.set_default_timeout(30_000)
+            login(reviewer, stack.url, "reviewer", logins["reviewer"])
+            reviewer.goto(stack.url + RECIPE + "edit/")
+            text = reviewer.input_value("#recipe-text")
+            broken = text.replace("size: 8p", "size: 0b").replace("takeover_when: 90", "takeover_when: 5")
+            reviewer.fill("#recipe-text", broken)
+            reviewer.wait_for_selector("#validation .issues")
+            reviewer.wait_for_timeout(200)
+            shoot(reviewer, out, "editor-error")
+
+            bigger = text.replace("size: 8p", "size: 1b").replace("budget: 24p", "budget: 3b")
+            reviewer.fill("#recipe-text", bigger)
+            reviewer.wait_for_selector("#validation .ok")
+            reviewer.fill("input[name=message]", "Bigger budget: a book a pass, three at most")
+            reviewer.click("#editor-form button[type=submit]")
+            reviewer.wait_for_url(re.compile(r"/changes/\d+/$"))
+            shoot(reviewer, out, "change-request")
+            browser.close()
+    except Exception:
+        for name in ("daphne", "qcluster"):
+            print(f"--- {name}.log (tail)\n{stack.log(name)[-3000:]}", file=sys.stderr)
+        raise
+    finally:
+        stack.stop(keep=options.keep)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
