@@ -12,13 +12,16 @@ from django.template.loader import render_to_string
 
 from automations.judge import REPORT_NAME
 from automations.markdown import render_markdown
-from automations.models import Pass, Run, RunEvent, Step
-from automations.models.runs import ACTIVE_STATES, RunState
+from django.conf import settings
+
+from automations.models import Approval, Pass, Run, RunEvent, Step
+from automations.models.runs import ACTIVE_STATES, ApprovalState, RunState
 from automations.roles import user_can
 from automations.status import controls_for, live_row, live_rows
 from automations.timeline import timeline_svg
 
 STEP_LOG_LIMIT = 200
+FILMSTRIP_LIMIT = 60
 RECENT_LIMIT = 15
 
 
@@ -42,8 +45,21 @@ def run_context(run: Run, user) -> dict:
         "timeline": timeline_svg(run, passes), "files": result_files(run),
         "report": _report_html(run), "events": list(RunEvent.objects.filter(run=run).order_by("-id")[:30]),
         "can_operate": user_can(user, "operate"), "controls": controls_for(run),
-        "current": current,
+        "current": current, **web_context(run),
     }
+
+
+def web_context(run: Run) -> dict:
+    """Approvals (pending first), the filmstrip of step screenshots and any videos."""
+    approvals = list(Approval.objects.filter(run=run).select_related("answered_by").order_by("-id")[:20])
+    if run.kind != "web":
+        return {"approvals": approvals, "pending": [a for a in approvals if a.state == ApprovalState.PENDING]}
+    film = list(Step.objects.filter(run_pass__run=run).exclude(screenshot="").select_related("run_pass")
+                .order_by("-run_pass__number", "-number")[:FILMSTRIP_LIMIT])[::-1]
+    folder = Path(settings.RYSH_VIDEOS_DIR) / str(run.pk)
+    videos = sorted(p.name for p in folder.glob("*.webm")) if folder.is_dir() else []
+    return {"approvals": approvals, "pending": [a for a in approvals if a.state == ApprovalState.PENDING],
+            "filmstrip": film, "videos": videos}
 
 
 def run_fragments(run: Run, user) -> str:

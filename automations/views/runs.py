@@ -5,6 +5,7 @@ import csv
 from datetime import date, timedelta
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -17,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from automations import live, services
 from automations.markdown import render_markdown
-from automations.models import Recipe, Run
+from automations.models import Approval, Recipe, Run, Step
 from automations.models.runs import RunState
 from automations.report import plan_lines_from_snapshot
 from automations.roles import require
@@ -105,6 +106,54 @@ def run_resume(request, pk: int):
 @require_POST
 def run_land(request, pk: int):
     return _control(request, pk, services.run_land)
+
+
+# -- approvals and the filmstrip ----------------------------------------------------------------
+
+def _approval_answer(request, pk: int, approval_pk: int, approved: bool) -> HttpResponse:
+    run = _get_run_for_user(request, pk, "operate")
+    approval = get_object_or_404(Approval, pk=approval_pk, run=run)
+    try:
+        said = services.approval_answer(approval=approval, user=request.user, approved=approved,
+                                        reason=request.POST.get("reason", "")[:2000])
+    except services.RunRefused as exc:
+        messages.error(request, str(exc))
+        return _after_control(request, run)
+    messages.success(request, said)
+    return _after_control(request, run)
+
+
+@login_required
+@require_POST
+def approval_approve(request, pk: int, approval_pk: int):
+    return _approval_answer(request, pk, approval_pk, approved=True)
+
+
+@login_required
+@require_POST
+def approval_reject(request, pk: int, approval_pk: int):
+    return _approval_answer(request, pk, approval_pk, approved=False)
+
+
+@login_required
+def step_screenshot(request, pk: int, step_pk: int):
+    run = _get_run_for_user(request, pk)
+    step = get_object_or_404(Step, pk=step_pk, run_pass__run=run)
+    root = Path(settings.RYSH_SCREENSHOTS_DIR).resolve()
+    target = (root / step.screenshot).resolve() if step.screenshot else root
+    if root not in target.parents or not target.is_file():
+        raise Http404("no screenshot for this step")
+    return FileResponse(target.open("rb"), content_type="image/jpeg")
+
+
+@login_required
+def run_video(request, pk: int, name: str):
+    run = _get_run_for_user(request, pk)
+    root = (Path(settings.RYSH_VIDEOS_DIR) / str(run.pk)).resolve()
+    target = (root / name).resolve()
+    if root not in target.parents or not target.is_file() or target.suffix != ".webm":
+        raise Http404("no such video")
+    return FileResponse(target.open("rb"), content_type="video/webm")
 
 
 # -- starting a run ---------------------------------------------------------------------------
