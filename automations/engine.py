@@ -535,6 +535,9 @@ def finish_run(run: Run, cause: str) -> None:
     run.refresh_from_db()
     events.record(run, "finished", cause, cause=cause)
     write_report(run)
+    from automations.schedules import schedule_run_finished  # a scheduled run counts its outcome
+
+    schedule_run_finished(run)
 
 
 def _keep_stop():

@@ -9,6 +9,7 @@ the head (a rewritten history) falls back to a full read of the head's history.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ from automations.repo import Change, Commit, GitRepo, RepoError, open_repo, spli
 from budgets.plan import resolve
 from budgets.prices import format_money
 from budgets.units import format_tokens
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SyncResult", "recipes_sync", "recipe_for_run", "parse_version", "RepoError"]
 
@@ -79,6 +82,7 @@ def recipes_sync(*, repo: str | None = None, branch: str | None = None) -> SyncR
                 changed, created = _apply(walked, full=not incremental)
                 RepoState.objects.filter(pk=state.pk).update(synced_at=_now())
         if claimed:
+            _sync_schedules()
             return _result(started, head, changed=changed, versions=created,
                            files_read=git.blobs_read)
         state.refresh_from_db()
@@ -254,6 +258,14 @@ def _result(started: float, head: str, *, changed: int, versions: int,
         recipes=active.count(), changed=changed,
         invalid=active.filter(latest__valid=False).count(),
         seconds=time.monotonic() - started, head=head, versions=versions, files_read=files_read)
+
+
+def _sync_schedules() -> None:
+    """Recipes' `schedule:` -> their auto-<kind>-<name> schedules, after the catalogue is written."""
+    from automations.schedules import schedules_sync_recipes
+
+    for line in schedules_sync_recipes():
+        log.info("%s", line)
 
 
 def _now():

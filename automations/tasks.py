@@ -66,6 +66,13 @@ def execute_run(run_id: int) -> None:
     engine.execute(run_id, arm_run)
 
 
+def scheduled_run(name: str) -> str:
+    """A schedule fired (django-q2): start its recipe's run, headless."""
+    from automations.schedules import schedule_tick
+
+    return schedule_tick(name)
+
+
 def sweep_lost_runs() -> list[str]:
     from automations.services import runs_sweep_lost
 

@@ -23,14 +23,15 @@ from budgets.plan import resolve
 from budgets.units import format_tokens
 
 ACTIONS = ["run", "status", "stop", "cancel", "continue", "resume", "land", "results", "history", "check",
-           "approve", "reject"]
+           "approve", "reject", "schedule", "profile"]
 OVERRIDE_OPTIONS = ["budget", "steps", "duration", "passes", "total", "total_duration", "takeover_when"]
 SUCCESS_CAUSES = ("fulfilled", "done")
 
 
 class Command(BaseCommand):
     help = ("Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|resume|land|"
-            "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]")
+            "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
+            "auto <kind> schedule add|list|rm|enable|disable ...; auto web profile list|rm [NAME]")
 
     def add_arguments(self, parser):
         parser.add_argument("kind", choices=["web", "task"])
@@ -43,13 +44,14 @@ class Command(BaseCommand):
         parser.add_argument("--headed", dest="headless", action="store_false")
         parser.add_argument("--provider", choices=["auto", "anthropic", "scripted"])
         parser.add_argument("--limit", type=int, default=20)
+        parser.add_argument("--tz", help="schedule add: the timezone the cron is read in (default TIME_ZONE)")
         for name in OVERRIDE_OPTIONS:
             parser.add_argument(f"--{name.replace('_', '-')}", dest=f"override_{name}",
                                 help=f"per-run override of {name}")
 
     def handle(self, *args, kind, action, target, recipe_args, **options):
         self.kind = kind
-        if action not in ("status", "history") and not target:
+        if action not in ("status", "history", "schedule", "profile") and not target:
             raise CommandError(f"auto {kind} {action} needs a recipe name or a run id")
         try:
             return getattr(self, f"do_{action}")(target, recipe_args, options)
@@ -148,6 +150,72 @@ class Command(BaseCommand):
         run = self._run(target)
         self.stdout.write(services.approval_answer(approval=services.pending_approval(run), user=None,
                                                    approved=False, reason=" ".join(recipe_args)))
+
+    def do_schedule(self, target, recipe_args, options):
+        """auto <kind> schedule add NAME WHEN RECIPE [ARGS…] [--tz TZ] | list | rm|enable|disable NAME"""
+        from automations import schedules
+
+        sub = target or "list"
+        try:
+            if sub == "list":
+                return self._schedule_list()
+            if sub == "add":
+                if len(recipe_args) < 3:
+                    raise CommandError(f'auto {self.kind} schedule add NAME "WHEN" RECIPE [ARGS...] [--tz TZ]')
+                name, when, recipe, *args = recipe_args
+                services.recipe_source(kind=self.kind, name_or_path=recipe)  # refuses an unknown recipe now
+                row = schedules.schedule_add(name=name, kind=self.kind, recipe=recipe, args=args, when=when,
+                                             tz=options["tz"] or "")
+                self.stdout.write(f"schedule {row.name}: {row.command} at {row.when}"
+                                  f" ({row.timezone or settings.TIME_ZONE}); next run {row.q.next_run:%Y-%m-%d %H:%M} UTC")
+                return
+            if sub not in ("rm", "enable", "disable") or len(recipe_args) != 1:
+                raise CommandError(f"auto {self.kind} schedule add|list|rm|enable|disable [NAME]")
+            action = {"rm": schedules.schedule_remove, "enable": schedules.schedule_enable,
+                      "disable": schedules.schedule_disable}[sub]
+            self.stdout.write(action(name=recipe_args[0]))
+        except schedules.ScheduleError as exc:
+            raise CommandError(str(exc)) from None
+
+    def _schedule_list(self):
+        from automations.models import RecipeSchedule
+
+        rows = RecipeSchedule.objects.filter(kind=self.kind).select_related("q")
+        if not rows:
+            self.stdout.write(f"no {self.kind} schedules")
+            return
+        table = [("name", "origin", "command", "when", "timezone", "next run (UTC)", "state", "failures", "last")]
+        for r in rows:
+            table.append((r.name, r.origin, r.command, r.when, r.timezone or settings.TIME_ZONE,
+                          f"{r.q.next_run:%Y-%m-%d %H:%M}" if r.enabled and r.q.next_run else "-",
+                          "enabled" if r.enabled else "disabled", str(r.failures),
+                          (r.disabled_reason or r.last_message)[:60]))
+        self._table(table)
+
+    def do_profile(self, target, recipe_args, options):
+        from automations import profiles
+
+        if self.kind != "web":
+            raise CommandError("browser profiles belong to web recipes: auto web profile list|rm NAME")
+        sub = target or "list"
+        if sub == "list":
+            rows = profiles.profiles_list()
+            if not rows:
+                self.stdout.write(f"no browser profiles yet in {settings.RYSH_PROFILES_DIR} "
+                                  "(a web run or `manage.py web_login NAME URL` creates one)")
+                return
+            self._table([("profile", "size", "last used", "in use")] + [
+                (r["name"], f"{r['bytes'] / 1e6:.1f} MB", f"{r['used']:%Y-%m-%d %H:%M}", "yes" if r["in_use"] else "no")
+                for r in rows])
+        elif sub in ("rm", "delete"):
+            if len(recipe_args) != 1:
+                raise CommandError("auto web profile rm NAME")
+            try:
+                self.stdout.write(profiles.profile_delete(name=recipe_args[0]))
+            except profiles.ProfileRefused as exc:
+                raise CommandError(str(exc)) from None
+        else:
+            raise CommandError(f"unknown profile action {sub!r}: auto web profile list|rm NAME")
 
     def _run(self, target: str, states=ACTIVE_STATES) -> Run:
         """A run id, or the recipe's active run (any latest run when `states` is None)."""
