@@ -1,6 +1,6 @@
 from django.urls import path
 
-from automations.views import demo_site, runs
+from automations.views import demo_site, profiles, runs
 
 urlpatterns = [
     path("", runs.dashboard, name="dashboard"),
@@ -19,6 +19,8 @@ urlpatterns = [
     path("recipes/<str:kind>/<str:name>/run/preview/", runs.run_preview, name="run_preview"),
     path("history/", runs.history, name="history"),
     path("history.csv", runs.history_csv, name="history_csv"),
+    path("profiles/", profiles.profile_list, name="profile_list"),
+    path("profiles/<str:name>/delete/", profiles.profile_delete, name="profile_delete"),
     # the offline web demo's target: a public toy site (no login), see views/demo_site.py
     path("demo-site/", demo_site.editor, name="demo_site_editor"),
     path("demo-site/stories/", demo_site.stories, name="demo_site_stories"),
