@@ -70,8 +70,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await asyncio.sleep(interval)
             latest = await self._last_event_id()
             if latest != self.last_event:
+                # the poll already waited: send now rather than debounce on top of it
                 self.last_event = latest
-                self.dirty.set()
+                self.dirty.clear()
+                await self._send_state()
 
     @database_sync_to_async
     def _last_event_id(self) -> int:

@@ -12,10 +12,11 @@ from django.template.loader import render_to_string
 
 from automations.judge import REPORT_NAME
 from automations.markdown import render_markdown
+from automations.report import render_report
 from django.conf import settings
 
 from automations.models import Approval, Pass, Run, RunEvent, Step
-from automations.models.runs import ACTIVE_STATES, ApprovalState, RunState
+from automations.models.runs import ACTIVE_STATES, ApprovalState, RunState, StepStatus
 from automations.roles import user_can
 from automations.status import controls_for, live_row, live_rows
 from automations.timeline import timeline_svg
@@ -40,8 +41,9 @@ def run_context(run: Run, user) -> dict:
     current = passes[-1] if passes else None
     steps = list(Step.objects.filter(run_pass__run=run).select_related("run_pass")
                  .order_by("-run_pass__number", "-number")[:STEP_LOG_LIMIT])[::-1]
+    in_flight = sum(s.reserved_tokens for s in steps if s.status == StepStatus.PENDING)
     return {
-        "run": run, "row": live_row(run, current), "passes": passes, "steps": steps,
+        "run": run, "row": live_row(run, current, in_flight), "passes": passes, "steps": steps,
         "timeline": timeline_svg(run, passes), "files": result_files(run),
         "report": _report_html(run), "events": list(RunEvent.objects.filter(run=run).order_by("-id")[:30]),
         "can_operate": user_can(user, "operate"), "controls": controls_for(run),
@@ -67,16 +69,21 @@ def run_fragments(run: Run, user) -> str:
 
 
 def result_files(run: Run) -> list[dict]:
+    """The files this run wrote, newest first: the folder is the recipe's, shared by its runs,
+    so only what changed while this run was going counts (the report is shown apart)."""
     folder = Path(run.output_dir) if run.output_dir else None
-    if folder is None or not folder.is_dir():
+    if folder is None or not folder.is_dir() or run.started_at is None:
         return []
-    files = [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    start = run.started_at.timestamp() - 1
+    end = run.ended_at.timestamp() + 1 if run.ended_at else float("inf")
+    files = [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")
+             and p.name != REPORT_NAME and start <= p.stat().st_mtime <= end]
     files.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
     return [{"name": str(p.relative_to(folder)), "size": p.stat().st_size} for p in files]
 
 
 def _report_html(run: Run):
-    path = Path(run.output_dir) / REPORT_NAME if run.output_dir else None
-    if path is None or not path.is_file():
+    """This run's report, rendered from the database: run-report.md on disk is the latest run's."""
+    if run.started_at is None:
         return ""
-    return render_markdown(path.read_text(encoding="utf-8", errors="replace"))
+    return render_markdown(render_report(run))

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from automations.models import Pass, Run
-from automations.models.runs import RunState
+from django.db.models import Sum
+
+from automations.models import Pass, Run, Step
+from automations.models.runs import RunState, StepStatus
 from automations.report import cache_hit_percent
 from budgets.units import format_duration, format_tokens
 
@@ -26,6 +28,7 @@ class LiveRow:
     cache: str
     provider_note: str
     pass_used: int = 0  # tokens counted in the pass in flight (its judge included)
+    in_flight: int = 0  # reserved for a model call not yet answered (counted, not yet settled)
     pass_task_cap: int = 0  # the task leg's share of a pass
     pass_wrap_cap: int = 0  # the wrap-up leg's share (floors included; 0: no wrap-up)
 
@@ -85,14 +88,16 @@ def _deadline(run: Run, current: Pass | None) -> str:
     return f"in {format_duration(max(int(left), 0))}"
 
 
-def live_row(run: Run, current: Pass | None) -> LiveRow:
+def live_row(run: Run, current: Pass | None, in_flight: int = 0) -> LiveRow:
     plan = run.plan
     task_cap, wrap_cap = pass_caps(plan)
     started = run.started_at or run.created_at
     return LiveRow(
         run=run, pass_label=f"pass {run.pass_number}/{plan.get('passes', 1)}", state=run.state_label,
         started_ago=f"{timesince(started, timezone.now())} ago", deadline=_deadline(run, current),
-        verdict=run.last_verdict or "-", tokens_used=run.tokens_counted,
+        # settled spend: a call in flight is already counted at its reservation, which would
+        # make the figure jump up and back on every step; its reservation shows on hover
+        verdict=run.last_verdict or "-", tokens_used=run.tokens_counted - in_flight, in_flight=in_flight,
         tokens_cap=plan.get("worst_tokens", 0),
         takeover_mark=task_cap if wrap_cap else 0,
         cache=_cache(run),
@@ -107,7 +112,9 @@ def live_rows(runs) -> list[LiveRow]:
     current = {}
     for p in Pass.objects.filter(run__in=runs).order_by("run_id", "number"):
         current[p.run_id] = p  # the last one per run wins
-    return [live_row(run, current.get(run.pk)) for run in runs]
+    pending = dict(Step.objects.filter(run_pass__run__in=runs, status=StepStatus.PENDING)
+                   .values_list("run_pass__run").annotate(Sum("reserved_tokens")))
+    return [live_row(run, current.get(run.pk), pending.get(run.pk, 0)) for run in runs]
 
 
 def duration_text(run: Run) -> str:

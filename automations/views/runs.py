@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import csv
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -14,6 +14,7 @@ from django.db.models.functions import TruncDate
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from automations import live, services
@@ -250,8 +251,9 @@ def history(request):
     require(request.user, "view")
     runs, filters = _history_query(request)
     page = Paginator(runs, 50).get_page(request.GET.get("page"))
-    since = date.today() - timedelta(days=29)
-    per_day = list(runs.filter(ended_at__date__gte=since).annotate(day=TruncDate("ended_at"))
+    since = timezone.localdate() - timedelta(days=29)
+    since_at = timezone.make_aware(datetime.combine(since, time.min))  # a range the index can use
+    per_day = list(runs.filter(ended_at__gte=since_at).annotate(day=TruncDate("ended_at"))
                    .values("day").annotate(tokens=Sum("tokens_counted"), cost=Sum("cost"), n=Count("id"))
                    .order_by("day"))
     return render(request, "automations/history.html", {

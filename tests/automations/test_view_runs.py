@@ -140,3 +140,20 @@ def test_it_keeps_the_dashboard_query_count_flat(start, django_assert_max_num_qu
         start(ONE_PASS, name=f"r{i}")
     with django_assert_max_num_queries(12):
         client.get("/")
+
+
+def test_it_shows_only_this_runs_files_and_report(start, finished):
+    import os
+    import time as clock
+
+    out = Path(finished.output_dir)
+    old = out / "old.md"
+    old.write_text("from an earlier run")
+    past = clock.time() - 3600
+    os.utime(old, (past, past))
+    client = client_for(user_with("viewer"))
+    page = client.get(f"/runs/{finished.pk}/").content.decode()
+    assert "notes.md" in page and "old.md" not in page
+    (out / "run-report.md").write_text("# Run report: someone else's run")
+    page = client.get(f"/runs/{finished.pk}/").content.decode()
+    assert f"Run report: task/job (run #{finished.pk})" in page and "someone else" not in page
