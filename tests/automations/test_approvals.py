@@ -206,3 +206,14 @@ def test_it_refuses_a_call_identical_to_3_of_the_last_20(start):
     tools2 = Tools()
     drive_with(start(GATED, name="job2"), other, tools2)
     assert len(tools2.calls) == 6
+
+
+def test_check_warns_about_an_approve_entry_that_names_no_tool(tmp_path, settings):
+    settings.RYSH_RECIPES_REPO = str(tmp_path)
+    folder = tmp_path / ".rysh/automations/webs"
+    folder.mkdir(parents=True)
+    (folder / "w.md").write_text('---\napprove: ["clik:Publish*", "click:Publish*", navigate]\n---\nx\n')
+    out = StringIO()
+    call_command("auto", "web", "check", "w", stdout=out)
+    lines = [line for line in out.getvalue().splitlines() if "approve:" in line]
+    assert len(lines) == 1 and "'clik:Publish*' names no web tool" in lines[0]

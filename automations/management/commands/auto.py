@@ -74,7 +74,8 @@ class Command(BaseCommand):
         for line in plan_lines(spec, plan, executor=executor, judge=spec.judge or settings.RYSH_JUDGE_MODEL):
             self.stdout.write(line)
         warnings = [*spec.warnings, *plan.warnings,
-                    *unfilled_placeholders(spec, recipe_args if recipe_args else None)]
+                    *unfilled_placeholders(spec, recipe_args if recipe_args else None),
+                    *_approve_warnings(spec)]
         if warnings:
             self.stdout.write("warnings:")
             for warning in warnings:
@@ -281,3 +282,13 @@ class Command(BaseCommand):
         widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
         for row in rows:
             self.stdout.write("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def _approve_warnings(spec) -> list[str]:
+    """`approve:` entries that name no tool of this kind of recipe would never hold anything."""
+    from automations.agent.browser import BROWSER_TOOL_NAMES
+    from automations.agent.task_tools import HTTP_TOOL, RESULT_TOOLS
+
+    known = {t["name"] for t in RESULT_TOOLS} | (BROWSER_TOOL_NAMES if spec.kind == "web" else {HTTP_TOOL["name"]})
+    return [f"approve: {entry!r} names no {spec.kind} tool ({', '.join(sorted(known))}), so it never holds anything"
+            for entry in spec.approve if entry.partition(":")[0].strip() not in known]
