@@ -318,8 +318,8 @@ class BrowserTools:
                 if "record_video_dir" not in options or "ffmpeg" not in str(exc):
                     raise
                 # Video needs Playwright's own ffmpeg (`playwright install ffmpeg`): run without it.
-                self.notes.append("record: true, but no video is kept: Playwright's ffmpeg is not "
-                                  "installed (python -m playwright install ffmpeg)")
+                self.notes.append("record: true, but no video is kept: Playwright finds no ffmpeg "
+                                  "(make installs one: scripts/ensure-chromium.sh)")
                 options.pop("record_video_dir")
                 options.pop("record_video_size")
                 self._context = self._playwright.chromium.launch_persistent_context(str(self.profile_dir), **options)

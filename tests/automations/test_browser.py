@@ -1,5 +1,6 @@
 """The browser tools against real Chromium and pages served on loopback."""
 import base64
+import os
 import stat
 
 import pytest
@@ -229,8 +230,10 @@ def test_it_records_a_video_when_asked(make_tools, site, tmp_path):
     tools.open(site.url("/"))
     tools.call("click", {"text": "Press me"})
     tools.close()
-    if tools.notes:  # Playwright's ffmpeg is a separate download; without it the run goes on
-        assert "no video is kept" in tools.notes[0]
-        pytest.skip("Playwright's ffmpeg is not installed here: " + tools.notes[0])
+    missing = [n for n in tools.notes if "no video is kept" in n]
+    if missing:  # without an ffmpeg the run goes on; `make` links the system's (scripts/ensure-chromium.sh)
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must record video: " + missing[0])
+        pytest.skip("no ffmpeg for Playwright here: " + missing[0])
     videos = list((tmp_path / "video").glob("*.webm"))
     assert videos and videos[0].stat().st_size > 0 and tools.videos == [str(videos[0])]
