@@ -36,6 +36,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
             return
         self.group = events.run_group(self.run_id) if self.run_id else events.RUNS_GROUP
         self.dirty = asyncio.Event()
+        self.immediate = False
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         self.last_event = await self._last_event_id()
@@ -58,9 +59,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
         pass  # the page only listens
 
     async def _send_when_dirty(self):
+        """The one task that sends: renders never overlap, so an older state never lands last."""
         while True:
             await self.dirty.wait()
-            await asyncio.sleep(DEBOUNCE_SECONDS)  # coalesce a burst of events into one render
+            if not self.immediate:
+                await asyncio.sleep(DEBOUNCE_SECONDS)  # coalesce a burst of pushes into one render
+            self.immediate = False
             self.dirty.clear()
             await self._send_state()
 
@@ -70,10 +74,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await asyncio.sleep(interval)
             latest = await self._last_event_id()
             if latest != self.last_event:
-                # the poll already waited: send now rather than debounce on top of it
                 self.last_event = latest
-                self.dirty.clear()
-                await self._send_state()
+                self.immediate = True  # the poll already waited: no debounce on top of it
+                self.dirty.set()
 
     @database_sync_to_async
     def _last_event_id(self) -> int:
