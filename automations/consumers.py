@@ -12,6 +12,7 @@ How a change reaches the socket:
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -22,6 +23,8 @@ from automations.models import Run, RunEvent
 from automations.roles import user_can
 
 DEBOUNCE_SECONDS = 0.05
+RETRY_SECONDS = 0.5
+log = logging.getLogger(__name__)
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -66,13 +69,24 @@ class LiveConsumer(AsyncWebsocketConsumer):
                 await asyncio.sleep(DEBOUNCE_SECONDS)  # coalesce a burst of pushes into one render
             self.immediate = False
             self.dirty.clear()
-            await self._send_state()
+            try:
+                await self._send_state()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # one bad render must not silence the socket for good
+                log.exception("live render failed for %s", self.group)
+                await asyncio.sleep(RETRY_SECONDS)
+                self.dirty.set()
 
     async def _tail(self):
         interval = settings.RYSH_LIVE_POLL_MS / 1000
         while True:
             await asyncio.sleep(interval)
-            latest = await self._last_event_id()
+            try:
+                latest = await self._last_event_id()
+            except Exception:  # e.g. the database is busy: try again at the next tick
+                log.exception("live tail failed for %s", self.group)
+                continue
             if latest != self.last_event:
                 self.last_event = latest
                 self.immediate = True  # the poll already waited: no debounce on top of it

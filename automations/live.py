@@ -16,9 +16,9 @@ from automations.report import render_report
 from django.conf import settings
 
 from automations.models import Approval, Pass, Run, RunEvent, Step
-from automations.models.runs import ACTIVE_STATES, ApprovalState, RunState, StepStatus
+from automations.models.runs import ACTIVE_STATES, ApprovalState, RunState
 from automations.roles import user_can
-from automations.status import controls_for, live_row, live_rows
+from automations.status import controls_for, live_row, live_rows, spend_by_run
 from automations.timeline import timeline_svg
 
 STEP_LOG_LIMIT = 200
@@ -41,9 +41,10 @@ def run_context(run: Run, user) -> dict:
     current = passes[-1] if passes else None
     steps = list(Step.objects.filter(run_pass__run=run).select_related("run_pass")
                  .order_by("-run_pass__number", "-number")[:STEP_LOG_LIMIT])[::-1]
-    in_flight = sum(s.reserved_tokens for s in steps if s.status == StepStatus.PENDING)
+    pending, settled = spend_by_run([run])
     return {
-        "run": run, "row": live_row(run, current, in_flight), "passes": passes, "steps": steps,
+        "run": run, "row": live_row(run, current, pending.get(run.pk, 0), settled.get(run.pk, 0)),
+        "passes": passes, "steps": steps,
         "timeline": timeline_svg(run, passes), "files": result_files(run),
         "report": _report_html(run), "events": list(RunEvent.objects.filter(run=run).order_by("-id")[:30]),
         "can_operate": user_can(user, "operate"), "controls": controls_for(run),

@@ -88,7 +88,7 @@ def _deadline(run: Run, current: Pass | None) -> str:
     return f"in {format_duration(max(int(left), 0))}"
 
 
-def live_row(run: Run, current: Pass | None, in_flight: int = 0) -> LiveRow:
+def live_row(run: Run, current: Pass | None, in_flight: int = 0, settled: int | None = None) -> LiveRow:
     plan = run.plan
     task_cap, wrap_cap = pass_caps(plan)
     started = run.started_at or run.created_at
@@ -97,7 +97,8 @@ def live_row(run: Run, current: Pass | None, in_flight: int = 0) -> LiveRow:
         started_ago=f"{timesince(started, timezone.now())} ago", deadline=_deadline(run, current),
         # settled spend: a call in flight is already counted at its reservation, which would
         # make the figure jump up and back on every step; its reservation shows on hover
-        verdict=run.last_verdict or "-", tokens_used=run.tokens_counted - in_flight, in_flight=in_flight,
+        verdict=run.last_verdict or "-", in_flight=in_flight,
+        tokens_used=run.tokens_counted if settled is None else settled,
         tokens_cap=plan.get("worst_tokens", 0),
         takeover_mark=task_cap if wrap_cap else 0,
         cache=_cache(run),
@@ -112,9 +113,19 @@ def live_rows(runs) -> list[LiveRow]:
     current = {}
     for p in Pass.objects.filter(run__in=runs).order_by("run_id", "number"):
         current[p.run_id] = p  # the last one per run wins
-    pending = dict(Step.objects.filter(run_pass__run__in=runs, status=StepStatus.PENDING)
-                   .values_list("run_pass__run").annotate(Sum("reserved_tokens")))
-    return [live_row(run, current.get(run.pk), pending.get(run.pk, 0)) for run in runs]
+    pending, settled = spend_by_run(runs)
+    return [live_row(run, current.get(run.pk), pending.get(run.pk, 0), settled.get(run.pk, 0))
+            for run in runs]
+
+
+def spend_by_run(runs) -> tuple[dict[int, int], dict[int, int]]:
+    """(reserved for calls in flight, settled) tokens per run. Settled spend is summed from the
+    settled steps in one query, so it never mixes two moments (run total minus a reservation
+    read later could even go negative)."""
+    steps = Step.objects.filter(run_pass__run__in=runs).values_list("run_pass__run")
+    pending = dict(steps.filter(status=StepStatus.PENDING).annotate(Sum("reserved_tokens")))
+    settled = dict(steps.exclude(status=StepStatus.PENDING).annotate(Sum("counted_tokens")))
+    return pending, settled
 
 
 def duration_text(run: Run) -> str:

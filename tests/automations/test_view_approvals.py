@@ -39,7 +39,7 @@ def test_an_operator_sees_the_pending_approval_and_approves_it(waiting):
     page = client.get(f"/runs/{run.pk}/").content.decode()
     assert 'id="run-state">awaiting approval<' in page
     assert "Waiting for a person:" in page and "click(text=&#x27;Publish&#x27;)" in page
-    assert f'hx-post="/runs/{run.pk}/approvals/{approval.pk}/approve/"' in page
+    assert f'data-control-url="/runs/{run.pk}/approvals/{approval.pk}/approve/"' in page
     response = client.post(f"/runs/{run.pk}/approvals/{approval.pk}/approve/", {"reason": ""}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     approval.refresh_from_db()

@@ -57,13 +57,13 @@ def test_it_shows_live_and_recent_runs_on_the_dashboard(start, finished):
     assert f'id="run-row-{active.pk}"' in page and "queued" in page
     assert f'id="history-row-{finished.pk}"' in page and "done" in page
     assert 'ws-connect="/ws/live/"' in page
-    assert "hx-post" not in page  # a viewer sees no controls
+    assert "data-control-url" not in page  # a viewer sees no controls
 
 
 def test_it_shows_controls_that_apply_to_operators(start):
     run = start(ONE_PASS)
     page = client_for(user_with("operator")).get("/").content.decode()
-    assert f'hx-post="/runs/{run.pk}/stop/"' in page and f'hx-post="/runs/{run.pk}/cancel/"' in page
+    assert f'data-control-url="/runs/{run.pk}/stop/"' in page and f'data-control-url="/runs/{run.pk}/cancel/"' in page
     assert f"/runs/{run.pk}/continue/" not in page and f"/runs/{run.pk}/land/" not in page
 
 
@@ -157,3 +157,17 @@ def test_it_shows_only_this_runs_files_and_report(start, finished):
     (out / "run-report.md").write_text("# Run report: someone else's run")
     page = client.get(f"/runs/{finished.pk}/").content.decode()
     assert f"Run report: task/job (run #{finished.pk})" in page and "someone else" not in page
+
+
+def test_it_renders_a_run_read_between_a_reservation_and_its_total(start):
+    """The run row was read before the engine added a call's reservation to its total: the
+    page must still render (settled spend comes from settled steps, never total - reserved)."""
+    run = start(ONE_PASS)
+    Run.objects.filter(pk=run.pk).update(state="running", pass_number=1, tokens_counted=0)
+    the_pass = Pass.objects.create(run=run, number=1, messages=[])
+    Step.objects.create(run_pass=the_pass, number=1, leg="task", model="m", max_tokens=256,
+                        reserved_tokens=6947)  # pending, not in tokens_counted yet
+    client = client_for(user_with("viewer"))
+    for url in ("/", f"/runs/{run.pk}/"):
+        page = client.get(url).content.decode()
+        assert "job 0p/" in page and "plus 6947 reserved for the call in flight" in page

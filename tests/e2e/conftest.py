@@ -15,7 +15,7 @@ SLOW_RECIPE = """\
 description: e2e - a slow pass with a wrap-up leg, for the controls
 loop:
   do:
-    max_iterations: 12
+    max_iterations: 20
     budget:
       size: 100p
       watch:
