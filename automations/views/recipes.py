@@ -23,8 +23,8 @@ from budgets.plan import resolve
 KINDS = ("web", "task")
 
 
-def _get_recipe_for_user(request, kind: str, name: str) -> Recipe:
-    require(request.user, "view")
+def _get_recipe_for_user(request, kind: str, name: str, action: str = "view") -> Recipe:
+    require(request.user, action)
     if kind not in KINDS:
         raise Http404("no such kind")
     return get_object_or_404(Recipe.objects.select_related("latest", "good"), kind=kind, name=name)

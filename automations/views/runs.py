@@ -21,9 +21,11 @@ from automations import live, services
 from automations.markdown import render_markdown
 from automations.models import Approval, Recipe, Run, Step
 from automations.models.runs import RunState
+from automations.recipe import RecipeError, parse_recipe
 from automations.report import plan_lines_from_snapshot
 from automations.roles import require
 from automations.status import duration_text
+from automations.views.recipes import _get_recipe_for_user
 from budgets.units import format_tokens
 
 TEXT_VIEW_LIMIT = 512 * 1024
@@ -159,16 +161,16 @@ def run_video(request, pk: int, name: str):
 
 # -- starting a run ---------------------------------------------------------------------------
 
-def _get_recipe_for_user(request, kind: str, name: str, action: str) -> Recipe:
-    require(request.user, action)
-    return get_object_or_404(Recipe, kind=kind, name=name, archived=False)
+def _get_runnable_recipe(request, kind: str, name: str, action: str) -> Recipe:
+    recipe = _get_recipe_for_user(request, kind, name, action)
+    if recipe.archived:
+        raise Http404("this recipe was deleted from the repository")
+    return recipe
 
 
 def _run_form(request, recipe: Recipe) -> dict:
     spec_args = []
     if recipe.good is not None:
-        from automations.recipe import RecipeError, parse_recipe
-
         try:
             spec_args = list(parse_recipe(recipe.good.text, path=recipe.good.path, kind=recipe.kind).args)
         except RecipeError:
@@ -181,7 +183,7 @@ def _run_form(request, recipe: Recipe) -> dict:
 
 @login_required
 def run_new(request, kind: str, name: str):
-    recipe = _get_recipe_for_user(request, kind, name, "operate")
+    recipe = _get_runnable_recipe(request, kind, name, "operate")
     form = _run_form(request, recipe)
     if request.method == "POST":
         try:
@@ -197,7 +199,7 @@ def run_new(request, kind: str, name: str):
 @login_required
 @require_POST
 def run_preview(request, kind: str, name: str):
-    recipe = _get_recipe_for_user(request, kind, name, "view")
+    recipe = _get_runnable_recipe(request, kind, name, "view")
     form = _run_form(request, recipe)
     try:
         preview = services.run_start(kind=kind, name_or_path=name, args=form["args"], dry_run=True)
