@@ -80,6 +80,7 @@ def test_it_runs_the_offline_web_demo_end_to_end_from_the_cli(web_project):
 
 
 SLOW_WEB = """\
+# long enough (13 calls of 0.5 s) that a cancel from another process lands mid-run
 latency_seconds: 0.5
 passes:
   - task:
@@ -87,9 +88,27 @@ passes:
         tool_calls: [{name: navigate, input: {url: /demo-site/stories/}}]
       - text: look
         tool_calls: [{name: read_page, input: {mode: accessibility}}]
-      - text: look again
+      - text: look down
         tool_calls: [{name: scroll, input: {direction: down}}]
-      - text: and again
+      - text: read
+        tool_calls: [{name: read_page, input: {mode: text}}]
+      - text: look up
+        tool_calls: [{name: scroll, input: {direction: up}}]
+      - text: look
+        tool_calls: [{name: read_page, input: {mode: accessibility}}]
+      - text: look down
+        tool_calls: [{name: scroll, input: {direction: down}}]
+      - text: read
+        tool_calls: [{name: read_page, input: {mode: text}}]
+      - text: look up
+        tool_calls: [{name: scroll, input: {direction: up}}]
+      - text: look
+        tool_calls: [{name: read_page, input: {mode: accessibility}}]
+      - text: look down
+        tool_calls: [{name: scroll, input: {direction: down}}]
+      - text: read
+        tool_calls: [{name: read_page, input: {mode: text}}]
+      - text: look up
         tool_calls: [{name: scroll, input: {direction: up}}]
       - text: Done.
     judge: "YES\\nfine"
