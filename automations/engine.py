@@ -372,24 +372,24 @@ class Engine:
         run_pass.leg_tokens += usage.counted
         run_pass.leg_seconds += seconds
         run_pass.tokens_counted += usage.counted
-        step.status = StepStatus.DONE
-        step.input_tokens, step.output_tokens = usage.input_tokens, usage.output_tokens
-        step.cache_read_tokens, step.cache_write_tokens = usage.cache_read_tokens, usage.cache_write_tokens
-        step.counted_tokens = usage.counted
-        step.stop_reason, step.text = reply.stop_reason, reply.text
+        _apply_reply(step, reply, seconds)
         step.tool_calls, step.tool_results = reply.tool_calls, [_without_images(r) for r in results]
-        step.duration_ms = int(seconds * 1000)
         with transaction.atomic():
-            step.save()
-            run_pass.save()
-            self._ledger(step, run_pass.number, usage.input_tokens, usage.output_tokens,
-                         usage.cache_read_tokens, usage.cache_write_tokens, estimated=False)
-            self._add_to_run(counted=usage.counted - step.reserved_tokens, seconds=seconds,
-                             inp=usage.input_tokens, out=usage.output_tokens,
-                             read=usage.cache_read_tokens, write=usage.cache_write_tokens,
-                             model=step.model)
+            self._commit_usage(step, run_pass, usage, clock_seconds=seconds)
         events.record(self.run, "step", _step_summary(step), pass_number=run_pass.number,
                       step=step.number, leg=step.leg, counted=usage.counted)
+
+    def _commit_usage(self, step: Step, run_pass: Pass, usage, *, clock_seconds: float) -> None:
+        """Inside the caller's transaction: the step, the pass (the checkpoint), its ledger entry
+        and the run's totals, corrected from the reservation already counted."""
+        step.save()
+        run_pass.save()
+        self._ledger(step, run_pass.number, usage.input_tokens, usage.output_tokens,
+                     usage.cache_read_tokens, usage.cache_write_tokens, estimated=False)
+        self._add_to_run(counted=usage.counted - step.reserved_tokens, seconds=clock_seconds,
+                         inp=usage.input_tokens, out=usage.output_tokens,
+                         read=usage.cache_read_tokens, write=usage.cache_write_tokens,
+                         model=step.model)
 
     def _settle_reserved(self, step: Step, status: str, seconds: float) -> None:
         """Interrupted: what the call cost is unknown, so its full reservation stays counted."""
@@ -479,23 +479,12 @@ class Engine:
         return verdict.label
 
     def _settle_judge(self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float) -> None:
-        usage = reply.usage
-        step.status, step.counted_tokens = StepStatus.DONE, usage.counted
-        step.input_tokens, step.output_tokens = usage.input_tokens, usage.output_tokens
-        step.cache_read_tokens, step.cache_write_tokens = usage.cache_read_tokens, usage.cache_write_tokens
-        step.stop_reason, step.text, step.duration_ms = reply.stop_reason, reply.text, int(seconds * 1000)
+        _apply_reply(step, reply, seconds)
         run_pass.verdict, run_pass.reason = verdict.label, verdict.reason
-        run_pass.tokens_counted += usage.counted
+        run_pass.tokens_counted += reply.usage.counted
         with transaction.atomic():
-            step.save()
-            run_pass.save()
-            self._ledger(step, run_pass.number, usage.input_tokens, usage.output_tokens,
-                         usage.cache_read_tokens, usage.cache_write_tokens, estimated=False)
-            # the judge's clock is not the pass's: seconds stay off the loop's clock
-            self._add_to_run(counted=usage.counted - step.reserved_tokens, seconds=0,
-                             inp=usage.input_tokens, out=usage.output_tokens,
-                             read=usage.cache_read_tokens, write=usage.cache_write_tokens,
-                             model=step.model)
+            # the judge's clock is not the pass's: its seconds stay off the loop's clock
+            self._commit_usage(step, run_pass, reply.usage, clock_seconds=0)
             Run.objects.filter(pk=self.run.pk).update(last_verdict=verdict.label)
         self.run.last_verdict = verdict.label
         events.record(self.run, "verdict", f"pass {run_pass.number}: {verdict.label} — "
@@ -552,6 +541,15 @@ def _append_user_text(messages: list, text: str) -> None:
         messages[-1]["content"].append(block)
     else:
         messages.append({"role": "user", "content": [block]})
+
+
+def _apply_reply(step: Step, reply: ModelReply, seconds: float) -> None:
+    """A settled call's real usage onto the step that reserved it."""
+    usage = reply.usage
+    step.status, step.counted_tokens = StepStatus.DONE, usage.counted
+    step.input_tokens, step.output_tokens = usage.input_tokens, usage.output_tokens
+    step.cache_read_tokens, step.cache_write_tokens = usage.cache_read_tokens, usage.cache_write_tokens
+    step.stop_reason, step.text, step.duration_ms = reply.stop_reason, reply.text, int(seconds * 1000)
 
 
 def _tool_result(tool_use_id: str, content: str, is_error: bool, images: list | None = None) -> dict:
