@@ -8,7 +8,7 @@ from pathlib import Path
 from django.utils import timezone
 
 from automations.judge import REPORT_NAME
-from budgets.plan import Plan
+from budgets.plan import summary_lines
 from budgets.units import format_duration, format_duration_go, format_tokens
 
 
@@ -18,14 +18,13 @@ def cache_hit_percent(*, input_tokens: int, cache_read: int, cache_write: int) -
 
 
 def plan_lines_from_snapshot(plan: dict) -> list[str]:
+    """The plan a run was armed with (stored as a dict), in rysh's three lines."""
     per = plan.get("per_pass", {})
-    return [
-        f"loop enabled={str(plan.get('loop_enabled', False)).lower()}  maxIter={plan.get('passes', 1)}",
-        f"perPass: tokens={per.get('tokens', 0)}  duration={format_duration_go(per.get('seconds', 0))}"
-        f"  takeover={plan.get('takeover_when', 90)}",
-        f"outer:   tokensTotal={plan.get('outer_tokens', 0)}  "
-        f"duration={format_duration_go(plan.get('outer_seconds', 0))}",
-    ]
+    return summary_lines(loop_enabled=plan.get("loop_enabled", False), passes=plan.get("passes", 1),
+                         tokens=per.get("tokens", 0), seconds=per.get("seconds", 0),
+                         takeover_when=plan.get("takeover_when", 90),
+                         outer_tokens=plan.get("outer_tokens", 0),
+                         outer_seconds=plan.get("outer_seconds", 0))
 
 
 def render_report(run) -> str:

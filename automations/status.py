@@ -42,10 +42,6 @@ class LiveRow:
         return controls_for(self.run)
 
     @property
-    def percent_used(self) -> float:
-        return 0.0 if not self.tokens_cap else min(100.0, 100.0 * self.tokens_used / self.tokens_cap)
-
-    @property
     def pass_bar(self) -> dict:
         """Percent positions for the pass's budget bar: burn, the takeover mark, the wrap-up share."""
         total = max(self.pass_task_cap + self.pass_wrap_cap, 1)
@@ -126,10 +122,6 @@ def spend_by_run(runs) -> tuple[dict[int, int], dict[int, int]]:
     pending = dict(steps.filter(status=StepStatus.PENDING).annotate(Sum("reserved_tokens")))
     settled = dict(steps.exclude(status=StepStatus.PENDING).annotate(Sum("counted_tokens")))
     return pending, settled
-
-
-def duration_text(run: Run) -> str:
-    return run.duration_text
 
 
 def controls_for(run: Run) -> list[str]:

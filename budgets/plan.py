@@ -85,14 +85,20 @@ class Plan:
         return min(total, self.outer_seconds) if self.outer_seconds else total
 
     def summary_lines(self) -> list[str]:
-        """The three lines rysh prints for a resolved loop, byte for byte."""
-        return [
-            f"loop enabled={str(self.loop_enabled).lower()}  maxIter={self.passes}",
-            f"perPass: tokens={self.per_pass.tokens}  "
-            f"duration={format_duration_go(self.per_pass.seconds)}  takeover={self.takeover_when}",
-            f"outer:   tokensTotal={self.outer_tokens}  "
-            f"duration={format_duration_go(self.outer_seconds)}",
-        ]
+        return summary_lines(loop_enabled=self.loop_enabled, passes=self.passes,
+                             tokens=self.per_pass.tokens, seconds=self.per_pass.seconds,
+                             takeover_when=self.takeover_when, outer_tokens=self.outer_tokens,
+                             outer_seconds=self.outer_seconds)
+
+
+def summary_lines(*, loop_enabled: bool, passes: int, tokens: int, seconds: int, takeover_when: int,
+                  outer_tokens: int, outer_seconds: int) -> list[str]:
+    """The three lines rysh prints for a resolved loop, byte for byte."""
+    return [
+        f"loop enabled={str(loop_enabled).lower()}  maxIter={passes}",
+        f"perPass: tokens={tokens}  duration={format_duration_go(seconds)}  takeover={takeover_when}",
+        f"outer:   tokensTotal={outer_tokens}  duration={format_duration_go(outer_seconds)}",
+    ]
 
 
 def split_pass(ceiling: Allotment, takeover_when: int, has_takeover: bool) -> Split:

@@ -24,7 +24,6 @@ from automations.models.runs import RunState
 from automations.recipe import RecipeError, parse_recipe
 from automations.report import plan_lines_from_snapshot
 from automations.roles import require
-from automations.status import duration_text
 from automations.views.recipes import _get_recipe_for_user
 from budgets.units import format_tokens
 
@@ -296,7 +295,7 @@ def history_csv(request):
         yield writer.writerow(header)
         for r in runs.iterator():
             yield writer.writerow([r.pk, r.ended_at.isoformat() if r.ended_at else "", r.kind, r.name,
-                                   duration_text(r), r.pass_number, r.tokens_counted, r.cache_read_tokens,
+                                   r.duration_text, r.pass_number, r.tokens_counted, r.cache_read_tokens,
                                    r.cache_write_tokens, r.input_tokens, r.output_tokens,
                                    "" if r.cost is None else f"{r.cost:.6f}", r.provider, r.cause])
 

@@ -17,7 +17,7 @@ from automations.models import Run, RunEvent
 from automations.models.runs import ACTIVE_STATES, RunState
 from automations.plan_report import plan_lines
 from automations.recipe import RecipeError, load_recipe, unfilled_placeholders
-from automations.status import duration_text, live_rows
+from automations.status import live_rows
 from automations.workdir import find_recipe
 from budgets.plan import resolve
 from budgets.units import format_tokens
@@ -258,7 +258,7 @@ class Command(BaseCommand):
             runs = runs.filter(name=target)
         runs = runs.order_by("-ended_at")[: options["limit"]]
         header = ("ended", "run", "kind", "recipe", "duration", "passes", "tokens", "cost", "cause")
-        table = [header] + [(f"{r.ended_at:%Y-%m-%d %H:%M}", f"#{r.pk}", r.kind, r.name, duration_text(r),
+        table = [header] + [(f"{r.ended_at:%Y-%m-%d %H:%M}", f"#{r.pk}", r.kind, r.name, r.duration_text,
                              str(r.pass_number), format_tokens(r.tokens_counted),
                              "-" if r.cost is None else f"${r.cost:.4f}",
                              r.cause + (" [scripted]" if r.provider == "scripted" else "")) for r in runs]
