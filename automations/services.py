@@ -21,7 +21,7 @@ from automations.agent.providers import ProviderError, choose_provider, prefligh
 from automations.arming import OverrideError, arm, first_message, plan_snapshot
 from automations.engine import finish_run, settle_pending_steps
 from automations.models import Approval, Pass, Recipe, RecipeVersion, Run
-from automations.models.runs import ACTIVE_STATES, ApprovalState, Control, RunState
+from automations.models.runs import ACTIVE_STATES, BLOCKING_RUN, ApprovalState, Control, RunState
 from automations.plan_report import plan_lines
 from automations.recipe import RecipeError, resolve_output_dir
 from automations.report import write_report
@@ -174,9 +174,7 @@ def _enqueue_on_commit(run_id: int) -> None:
 
 
 def active_run(target: str) -> Run | None:
-    blocking = Q(state__in=[RunState.QUEUED, RunState.RUNNING, RunState.AWAITING_APPROVAL]) | \
-        (Q(state=RunState.PAUSED) & ~Q(pause_reason="cancelled"))
-    return Run.objects.filter(blocking, target=target).first()
+    return Run.objects.filter(BLOCKING_RUN, target=target).first()
 
 
 def describe(run: Run | None) -> str:

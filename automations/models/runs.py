@@ -14,6 +14,10 @@ class RunState(models.TextChoices):
 
 
 ACTIVE_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.PAUSED, RunState.AWAITING_APPROVAL)
+# What keeps a second run of the same recipe from starting: a cancelled run is parked, not
+# active, so `resume` may start beside it (SPEC §9). The constraint and the services share it.
+BLOCKING_RUN = (models.Q(state__in=["queued", "running", "awaiting approval"])
+                | (models.Q(state="paused") & ~models.Q(pause_reason="cancelled")))
 
 
 class Phase(models.TextChoices):
@@ -87,9 +91,7 @@ class Run(models.Model):
             # people pressing Run at once cannot both win. A cancelled run is parked, not
             # active: resume may start a fresh run beside it (SPEC §9).
             models.UniqueConstraint(
-                fields=["target"], name="one_active_run_per_target",
-                condition=models.Q(state__in=["queued", "running", "awaiting approval"])
-                | (models.Q(state="paused") & ~models.Q(pause_reason="cancelled")),
+                fields=["target"], name="one_active_run_per_target", condition=BLOCKING_RUN,
             ),
         ]
 
