@@ -7,7 +7,7 @@ Three measurements, side by side in one run, printed as ratios (nothing is asser
     - a bare loop on the SDK's `client.messages.create`,
     - the provider alone (AnthropicModel.complete in a loop, no database: streamed, in a
       worker thread, with cache breakpoints),
-    - the engine (`engine.execute` armed with that provider): DB rows, ledger, events,
+    - the engine (`worker.execute` armed with that provider): DB rows, ledger, events,
       checkpoint per step.
     The same stateless responder answers all three. Warm-up once, then the median of a few
     interleaved repeats. overhead_ratio = engine ms/step / bare ms/step.
@@ -123,7 +123,7 @@ def set_up() -> Environment:
     elif url:
         print(f"note: DATABASE_URL is not PostgreSQL; using it as given ({urlparse(url).scheme})")
     if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # tests.automations.fake_model, tests.fakes.anthropic_server
+        sys.path.insert(0, str(ROOT))  # tests.fake_model, tests.fakes.anthropic_server
 
     import django
 
@@ -146,7 +146,7 @@ def write_recipe(env: Environment, name: str, text: str, script: str = STUB_SCRI
 
 
 def start_run(path: Path):
-    from automations import services
+    from runs import services
 
     return services.run_start(kind="task", name_or_path=str(path), args=[], provider="scripted")
 
@@ -190,8 +190,8 @@ class Conversation:
     """What every driver of (a) sends: the engine's own system prompt, tools and first message."""
 
     def __init__(self, env: Environment):
-        from automations.arming import arm, first_message, system_prompt
-        from automations.agent.task_tools import TaskTools
+        from runs.arming import arm, first_message, system_prompt
+        from agents.task_tools import TaskTools
 
         self.path = write_recipe(env, "overhead", OVERHEAD_RECIPE)
         run = start_run(self.path)  # only to resolve what the engine will send; never executed
@@ -202,7 +202,7 @@ class Conversation:
         self.tools_port = TaskTools(self.output_dir)
         self.tools = self.tools_port.specs()
         self.first = first_message(spec, [], run.output_dir)
-        from automations.engine import finish_run
+        from runs.engine import finish_run
 
         finish_run(run, "bench: not executed")
 
@@ -242,8 +242,8 @@ def drive_bare(conv: Conversation, base_url: str) -> tuple[float, int]:
 
 def drive_provider(conv: Conversation, base_url: str) -> tuple[float, int]:
     """The engine's model port alone (streamed, worker thread, cache breakpoints), no database."""
-    from automations.agent.anthropic_model import AnthropicModel
-    from automations.agent.ports import ModelRequest
+    from agents.anthropic_model import AnthropicModel
+    from agents.ports import ModelRequest
 
     model = AnthropicModel(api_key=FAKE_KEY, base_url=base_url)
     messages, calls = conv.messages(), 0
@@ -267,7 +267,7 @@ def prepare_engine_run(conv: Conversation):
     """A queued run of the overhead recipe, labelled and priced as a Claude run."""
     from django.conf import settings
 
-    from automations.models import Run
+    from runs.models import Run
 
     run = start_run(conv.path)
     Run.objects.filter(pk=run.pk).update(provider="anthropic", executor_model=settings.RYSH_EXECUTOR_MODEL,
@@ -277,10 +277,10 @@ def prepare_engine_run(conv: Conversation):
 
 def drive_engine(conv: Conversation, base_url: str, *, queries: list | None = None,
                  profile: bool = False) -> tuple[float, int]:
-    from automations import engine
-    from automations.agent.anthropic_model import AnthropicModel
-    from automations.models import Run, Step
-    from automations.tasks import arm_run
+    from runs import engine, worker
+    from agents.anthropic_model import AnthropicModel
+    from runs.models import Run, Step
+    from runs.wiring import arm_run
 
     run = prepare_engine_run(conv)
     model = AnthropicModel(api_key=FAKE_KEY, base_url=base_url)
@@ -291,7 +291,7 @@ def drive_engine(conv: Conversation, base_url: str, *, queries: list | None = No
 
         profiler = cProfile.Profile()
         started = time.perf_counter()
-        profiler.runcall(engine.execute, run.pk, armed_for)
+        profiler.runcall(worker.execute, run.pk, armed_for)
         seconds = time.perf_counter() - started
         print("\n-- cProfile of one engine run (top 25 by cumulative time) --")
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
@@ -302,12 +302,12 @@ def drive_engine(conv: Conversation, base_url: str, *, queries: list | None = No
 
         with CaptureQueriesContext(connection) as captured:
             started = time.perf_counter()
-            engine.execute(run.pk, armed_for)
+            worker.execute(run.pk, armed_for)
             seconds = time.perf_counter() - started
         queries.extend(captured.captured_queries)
     else:
         started = time.perf_counter()
-        engine.execute(run.pk, armed_for)
+        worker.execute(run.pk, armed_for)
         seconds = time.perf_counter() - started
     if model._client is not None:
         model._client.close()
@@ -539,7 +539,7 @@ def bench_concurrency(env: Environment, runs: int, tool_steps: int, latency: flo
     from django.utils import timezone
     from django_q.brokers import get_broker
 
-    from automations.models import Run, Step
+    from runs.models import Run, Step
 
     script = parallel_script(tool_steps, latency)
     paths = [write_recipe(env, f"parallel-{n:02d}", PARALLEL_RECIPE, script) for n in range(runs)]
@@ -639,11 +639,11 @@ class Overshoot:
 def bench_overshoot(env: Environment, jobs: int, seed: int) -> Overshoot:
     from django.db.models import Count, Sum
 
-    from automations import engine
-    from automations.models import Pass, Step
-    from automations.tasks import arm_run
-    from budgets.models import LedgerEntry
-    from tests.automations.fake_model import FakeModel, tool
+    from runs import engine, worker
+    from runs.models import Pass, Step
+    from runs.wiring import arm_run
+    from runs.models import LedgerEntry
+    from tests.fake_model import FakeModel, tool
 
     rng = random.Random(seed)
     out = Overshoot(jobs=jobs, seed=seed, seconds=0.0)
@@ -657,7 +657,7 @@ def bench_overshoot(env: Environment, jobs: int, seed: int) -> Overshoot:
         model = FakeModel(task=[{"text": "working " * 30, "tools": calls}] if calls else [{"text": "Done."}],
                           wrap_up=wrap_up, judge=["NO\nnot yet"] * 5, adversarial=True)
         run = start_run(write_recipe(env, f"ceiling-{n:04d}", text))
-        engine.execute(run.pk, lambda r: arm_run(r, model=model))
+        worker.execute(run.pk, lambda r: arm_run(r, model=model))
         run.refresh_from_db()
         plan = run.plan
         out.causes[run.cause.split(":")[0]] = out.causes.get(run.cause.split(":")[0], 0) + 1
@@ -711,7 +711,7 @@ def report(a: Overhead, b: Concurrency, c: Overshoot, total_seconds: float) -> l
     ]
     names = {"bare": "bare loop: SDK messages.create",
              "provider": "provider alone: AnthropicModel.complete",
-             "engine": "engine.execute (AnthropicModel, DB)"}
+             "engine": "worker.execute (AnthropicModel, DB)"}
     for key, label in names.items():
         low, high = a.spread[key]
         lines.append(f"    {label:<46}{a.ms_per_call[key]:9.2f}{low:8.2f}{high:8.2f}")

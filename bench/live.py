@@ -57,8 +57,8 @@ def writer(run_id: int, samples: int, tag: str, seed: int, gap: tuple[float, flo
     import django
 
     django.setup()
-    from automations import events
-    from automations.models import Pass, RunEvent
+    from runs import events
+    from runs.models import Pass, RunEvent
 
     rng = random.Random(seed)
     last = Pass.objects.filter(run_id=run_id).order_by("-number").first()
@@ -90,7 +90,7 @@ def pages(counts: list[int], repeats: int) -> int:
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
-    from automations.models import Pass, Run
+    from runs.models import Pass, Run
 
     call_command("migrate", verbosity=0)
     client = Client()

@@ -37,7 +37,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from automations.sync import recipes_sync  # noqa: E402
+from catalogue.sync import recipes_sync  # noqa: E402
 
 GIT = ["-c", "user.name=Bench", "-c", "user.email=bench@rysh.invalid"]
 RECIPE = """---

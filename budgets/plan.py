@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from budgets.units import BOOK, PAGE, format_duration, format_duration_go, format_tokens
 
 if TYPE_CHECKING:  # the plan reads a recipe's fields; it never needs the parser
-    from automations.recipe_spec import DoSpec, WhileSpec
+    from catalogue.spec import DoSpec, WhileSpec
 
 # rysh's floor: a takeover share under any trigger is raised, on every axis, to the floor.
 FLOOR_TRIGGER_STEPS, FLOOR_TRIGGER_SECONDS, FLOOR_TRIGGER_TOKENS = 50, 60, 60 * PAGE

@@ -11,14 +11,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from django.urls import path  # noqa: E402
-
-from automations.consumers import LiveConsumer  # noqa: E402
-
-websocket_urlpatterns = [
-    path("ws/live/", LiveConsumer.as_asgi()),
-    path("ws/runs/<int:run_id>/", LiveConsumer.as_asgi()),
-]
+from runs.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,

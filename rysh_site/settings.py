@@ -45,8 +45,13 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_q",
     "channels",
-    "budgets",
-    "automations",
+    # the apps, one per domain; budgets/ is pure Python and not an app (see DESIGN.md)
+    "catalogue",
+    "reviews",
+    "runs",
+    "schedules",
+    "agents",
+    "demo_site",
 ]
 
 MIDDLEWARE = [
@@ -165,9 +170,11 @@ RYSH_PROVIDER = envstr("RYSH_PROVIDER", "auto")  # auto | anthropic | scripted
 RYSH_WORKER_LOST_SECONDS = envint("RYSH_WORKER_LOST_SECONDS", 60, minimum=10)
 RYSH_WORKER_LOST_RETRIES = envint("RYSH_WORKER_LOST_RETRIES", 2, minimum=0)
 
-# web recipes (automations/agent/browser.py)
+# web recipes (agents/browser.py)
 RYSH_HOST = envstr("RYSH_HOST", "127.0.0.1")
 RYSH_PORT = envint("RYSH_PORT", 8000, minimum=1)
+# Tiny Press, the offline web demo's target site, served at /demo-site/ (public, no login)
+RYSH_DEMO_SITE = envbool("RYSH_DEMO_SITE", True)
 # Where this dashboard is reached; a recipe `url: /demo-site/` is resolved against it.
 RYSH_SITE_URL = envstr("RYSH_SITE_URL", f"http://{RYSH_HOST}:{RYSH_PORT}").rstrip("/")
 # System Chromium when present; empty: Playwright's own build (`playwright install chromium`).

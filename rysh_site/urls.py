@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -6,6 +7,11 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("", include("automations.urls_runs")),  # the dashboard is "/", ahead of the catalogue
-    path("", include("automations.urls")),
+    path("", include("runs.urls")),  # the dashboard is "/", ahead of the catalogue
+    path("", include("catalogue.urls")),
+    path("", include("reviews.urls")),
+    path("", include("agents.urls")),
 ]
+if settings.RYSH_DEMO_SITE:
+    # the offline web demo's target, public (no login): mounted only when the demo is on
+    urlpatterns.append(path("demo-site/", include("demo_site.urls")))

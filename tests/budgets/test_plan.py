@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from automations.recipe_spec import DoSpec, WhileSpec
+from catalogue.spec import DoSpec, WhileSpec
 from budgets.plan import (
     FLOOR_SECONDS, FLOOR_STEPS, FLOOR_TOKENS, Allotment, judge_bound, redistribute, resolve,
     split_pass,

@@ -145,9 +145,9 @@ def no_active_runs_after(stack):
     yield
     stack.query("""
         import time
-        from automations import services
-        from automations.models import Run
-        from automations.models.runs import ACTIVE_STATES
+        from runs import services
+        from runs.models import Run
+        from runs.models import ACTIVE_STATES
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             active = list(Run.objects.filter(state__in=ACTIVE_STATES))

@@ -188,7 +188,7 @@ class Stack:
 
     def run_row(self, pk: int) -> dict:
         return self.query(f"""
-            from automations.models import Run
+            from runs.models import Run
             r = Run.objects.get(pk={pk})
             print(json.dumps({{"state": r.state, "pause_reason": r.pause_reason, "phase": r.phase,
                               "cause": r.cause, "pass_number": r.pass_number, "last_verdict": r.last_verdict,

@@ -96,7 +96,7 @@ def test_it_runs_the_demo_from_the_browser_and_watches_it_live(stack, as_user):
     preview.wait_for()
     assert "dry run: task/reading-list  (nothing is changed)" in preview.inner_text()
     assert "Compile an annotated reading list on unattended agents." in preview.inner_text()
-    assert stack.query("from automations.models import Run\nprint(json.dumps(Run.objects.count()))") == 0
+    assert stack.query("from runs.models import Run\nprint(json.dumps(Run.objects.count()))") == 0
 
     page.click("#run-submit")
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
@@ -172,7 +172,7 @@ def test_it_lands_now_from_the_run_page(stack, as_user):
     row = stack.run_row(pk)
     assert row["cause"] == "fulfilled" and row["takeover"] == [True]
     steps = stack.query(f"""
-        from automations.models import Step
+        from runs.models import Step
         print(json.dumps(list(Step.objects.filter(run_pass__run_id={pk}).order_by("number").values_list("leg", flat=True))))""")
     assert steps.count("task") < 18 and "wrap-up" in steps  # landed before the task leg's 18 steps ran out
 
@@ -290,7 +290,7 @@ def test_it_catches_up_after_the_socket_drops(stack, as_user):
     wait_text(page, "#run-state", r"^paused\(cancelled\)$", timeout=15_000)
     assert page.evaluate("window.__page_id") == page_id  # caught up without a reload
     steps_in_db = stack.query(f"""
-        from automations.models import Step
+        from runs.models import Step
         print(json.dumps(Step.objects.filter(run_pass__run_id={pk}).count()))""")
     page.wait_for_function("(n) => document.querySelectorAll('#run-steps details.step').length === n", arg=steps_in_db)
     assert page.inner_text("#run-steps") != shown

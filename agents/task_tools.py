@@ -1,0 +1,131 @@
+"""Tools of a task recipe: results confined to the output folder, and an HTTP GET.
+
+Every failure goes back to the model as a tool error (ToolResult.is_error), never as an
+exception: a bad filename or a dead URL must not crash a pass.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from agents.ports import ToolResult
+
+READ_CAP = 64 * 1024
+HTTP_CAP = 64 * 1024
+HTTP_TIMEOUT = 20
+
+RESULT_TOOLS = [
+    {"name": "save_result", "description": "Save a results file (UTF-8 text) in the results folder, "
+     "replacing any file of that name. Save early and often: saved files survive any stop.",
+     "input_schema": {"type": "object", "properties": {
+         "filename": {"type": "string", "description": "e.g. shortlist.md or notes/day1.md"},
+         "content": {"type": "string"}}, "required": ["filename", "content"]}},
+    {"name": "list_results", "description": "List the files in the results folder, newest first.",
+     "input_schema": {"type": "object", "properties": {}}},
+    {"name": "read_result", "description": "Read a file from the results folder.",
+     "input_schema": {"type": "object", "properties": {"filename": {"type": "string"}},
+                      "required": ["filename"]}},
+]
+HTTP_TOOL = {"name": "http_get", "description": "Fetch a URL with HTTP GET and return its text "
+             f"(first {HTTP_CAP // 1024} KB).",
+             "input_schema": {"type": "object", "properties": {"url": {"type": "string"}},
+                              "required": ["url"]}}
+
+
+class ToolRefused(Exception):
+    pass
+
+
+class ResultsTools:
+    """save_result / list_results / read_result inside one folder."""
+
+    def __init__(self, output_dir: Path):
+        self.root = Path(output_dir).resolve()
+
+    def specs(self) -> list[dict[str, Any]]:
+        return list(RESULT_TOOLS)
+
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        handler = getattr(self, f"_{name}", None)
+        if name not in {t["name"] for t in RESULT_TOOLS} or handler is None:
+            return ToolResult(f"unknown tool {name!r}", is_error=True)
+        try:
+            return handler(**arguments)
+        except TypeError as exc:
+            return ToolResult(f"{name}: bad arguments ({exc})", is_error=True)
+        except (ToolRefused, OSError) as exc:
+            return ToolResult(f"{name}: {exc}", is_error=True)
+
+    def _path(self, filename: object) -> Path:
+        if not isinstance(filename, str) or not filename.strip():
+            raise ToolRefused("filename must be a non-empty text")
+        target = (self.root / filename).resolve()
+        if target == self.root or self.root not in target.parents:
+            raise ToolRefused(f"{filename!r} is outside the results folder")
+        return target
+
+    def _save_result(self, filename: str, content: str) -> ToolResult:
+        if not isinstance(content, str):
+            raise ToolRefused("content must be text")
+        target = self._path(filename)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Write then rename: a worker killed mid-write never leaves a torn result.
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".saving-")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+        os.replace(tmp, target)
+        rel = str(target.relative_to(self.root))
+        return ToolResult(f"saved {rel} ({len(content.encode())} bytes)", files=[rel])
+
+    def _list_results(self) -> ToolResult:
+        files = sorted((p for p in self.root.rglob("*") if p.is_file() and not p.name.startswith(".")),
+                       key=lambda p: p.stat().st_mtime_ns, reverse=True) if self.root.is_dir() else []
+        lines = [f"{p.relative_to(self.root)}  {p.stat().st_size} bytes" for p in files]
+        return ToolResult("\n".join(lines) or "(no results yet)")
+
+    def _read_result(self, filename: str) -> ToolResult:
+        target = self._path(filename)
+        if not target.is_file():
+            raise ToolRefused(f"no such file {filename!r}")
+        with target.open("rb") as handle:
+            data = handle.read(READ_CAP + 1)
+        text = data[:READ_CAP].decode("utf-8", errors="replace")
+        return ToolResult(text + ("\n[truncated]" if len(data) > READ_CAP else ""))
+
+
+def http_get(url: object, *, timeout: float = HTTP_TIMEOUT) -> ToolResult:
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        return ToolResult("http_get: url must start with http:// or https://", is_error=True)
+    request = urllib.request.Request(url, headers={"User-Agent": "rysh-dashboard"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (scheme checked)
+            data = response.read(HTTP_CAP + 1)
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        return ToolResult(f"http_get: {url} answered {exc.code} {exc.reason}", is_error=True)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return ToolResult(f"http_get: {url} failed: {getattr(exc, 'reason', exc)}", is_error=True)
+    text = data[:HTTP_CAP].decode("utf-8", errors="replace")
+    more = "\n[truncated]" if len(data) > HTTP_CAP else ""
+    return ToolResult(f"HTTP {status} {url}\n<page_content>\n{text}{more}\n</page_content>")
+
+
+class TaskTools:
+    """The tools port of a task recipe: results plus HTTP GET."""
+
+    def __init__(self, output_dir: Path):
+        self.results = ResultsTools(output_dir)
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [*self.results.specs(), HTTP_TOOL]
+
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        if not isinstance(arguments, dict):
+            return ToolResult(f"{name}: arguments must be an object", is_error=True)
+        if name == "http_get":
+            return http_get(arguments.get("url"))
+        return self.results.call(name, arguments)

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from django.db import models
+
+
+class RepoState(models.Model):
+    """The last commit of a tracked branch that sync has read, so sync can be incremental."""
+
+    repo = models.CharField(max_length=500)
+    branch = models.CharField(max_length=200)
+    synced_sha = models.CharField(max_length=64, blank=True)
+    synced_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "automations_repostate"  # named before the apps split (see migrations/0001)
+        constraints = [models.UniqueConstraint(fields=["repo", "branch"], name="repo_branch_unique")]
+
+
+class Recipe(models.Model):
+    """One recipe target (`web/halilagin-medium`); its text lives in RecipeVersions."""
+
+    kind = models.CharField(max_length=8)  # web | task
+    name = models.CharField(max_length=200)
+    path = models.CharField(max_length=500)
+    archived = models.BooleanField(default=False)  # the file was deleted; history is kept
+    latest = models.ForeignKey("RecipeVersion", null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="+")  # newest version, valid or not
+    good = models.ForeignKey("RecipeVersion", null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")  # the last valid version: the one that runs
+
+    class Meta:
+        db_table = "automations_recipe"  # named before the apps split (see migrations/0001)
+        constraints = [models.UniqueConstraint(fields=["kind", "name"], name="recipe_kind_name_unique")]
+        ordering = ["kind", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+    @property
+    def target(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+class RecipeVersion(models.Model):
+    recipe = models.ForeignKey(Recipe, on_delete=models.CASCADE, related_name="versions")
+    commit_sha = models.CharField(max_length=64)
+    author = models.CharField(max_length=300, blank=True)
+    committed_at = models.DateTimeField(null=True, blank=True)
+    message = models.TextField(blank=True)
+    path = models.CharField(max_length=500)
+    text = models.TextField()
+    blob_sha = models.CharField(max_length=64, blank=True)  # git's id of the file's content
+    valid = models.BooleanField(default=False)
+    errors = models.JSONField(default=list, blank=True)  # str(RecipeIssue) lines when invalid
+    # when valid: the parsed RecipeSpec (dataclasses.asdict) and what the list shows of its
+    # resolved plan (worst_tokens, passes, money, models), so a page of 1,000 recipes parses nothing
+    spec = models.JSONField(default=dict, blank=True)
+    plan = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "automations_recipeversion"  # named before the apps split (see migrations/0001)
+        constraints = [models.UniqueConstraint(fields=["recipe", "commit_sha"],
+                                               name="version_recipe_commit_unique")]
+        ordering = ["-committed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.recipe} @ {self.commit_sha[:8]}"

@@ -1,0 +1,52 @@
+"""A resolved plan as text: what `auto <kind> check` and `run --dry-run` print. Pure."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from catalogue.spec import RecipeSpec
+from budgets.plan import Allotment, Plan
+from budgets.prices import counted_ceiling_cost, format_money, price_for
+from budgets.units import format_duration_go, format_tokens
+
+
+def worst_case_money(plan: Plan, *, executor: str, judge: str) -> Decimal | None:
+    """The worst case priced at the dearest counted rate of the models that can spend it."""
+    models = [executor] + ([judge] if plan.judge_tokens else [])
+    costs = [counted_ceiling_cost(m, plan.worst_tokens) for m in models]
+    return None if None in costs else max(costs)
+
+
+def _allotment(a: Allotment) -> str:
+    return (f"{a.steps} steps  {format_duration_go(a.seconds)}  "
+            f"{a.tokens} tokens ({format_tokens(a.tokens)})")
+
+
+def plan_lines(spec: RecipeSpec, plan: Plan, *, executor: str, judge: str) -> list[str]:
+    lines = plan.summary_lines()
+    lines += ["", f"recipe:  {spec.target}  ({spec.path})",
+              f"steps:   at most {plan.per_pass.steps} a pass, a reminder every {plan.interval}, "
+              f"auto_continue={str(plan.auto_continue).lower()}"]
+    split = plan.split
+    if split.takeover is None:
+        lines.append(f"task     {_allotment(split.task)}  (no wrap-up leg)")
+    else:
+        lines.append(f"split at {plan.takeover_when}%:")
+        lines.append(f"  task     {_allotment(split.task)}")
+        wrap = f"  wrap-up  {_allotment(split.raw_takeover)}"
+        if split.floored:
+            wrap += f"  -> floored to {_allotment(split.takeover)}"
+        lines.append(wrap)
+        lines.append(f"  pass worst case  {_allotment(split.worst)}")
+    if plan.judge_tokens:
+        lines.append(f"judge:   {judge}, at most {plan.judge_tokens} tokens a verdict")
+    money = worst_case_money(plan, executor=executor, judge=judge)
+    lines.append(
+        f"worst case: {plan.worst_tokens} tokens ({format_tokens(plan.worst_tokens)}) over "
+        f"{plan.passes} pass{'es' if plan.passes != 1 else ''}, "
+        f"at most {format_money(money)} on {executor}, "
+        f"wall clock at most {format_duration_go(plan.worst_seconds)}")
+    price = price_for(executor)
+    if price is not None:
+        lines.append(f"  cache reads are not counted against the budget; they are billed on top "
+                     f"at ${price.cache_read}/M tokens")
+    return lines

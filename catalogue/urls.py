@@ -1,0 +1,11 @@
+from django.urls import path
+
+from catalogue import views
+
+urlpatterns = [
+    path("", views.recipe_list, name="home"),  # shadowed by the dashboard; LOGIN_REDIRECT_URL's name
+    path("recipes/", views.recipe_list, name="recipe_list"),
+    path("recipes/sync/", views.recipes_sync_view, name="recipes_sync"),
+    path("recipes/<str:kind>/<str:name>/", views.recipe_detail, name="recipe_detail"),
+    path("recipes/<str:kind>/<str:name>/diff/", views.recipe_diff, name="recipe_diff"),
+]

@@ -1,0 +1,405 @@
+"""Change requests: every edit from the dashboard is a commit on a review branch, reviewed as a
+diff with its plan and cost delta, and merged into the tracked branch by someone else.
+
+Saving never writes to the tracked branch. Approving merges (fast-forward when it can, else a
+merge commit built without a checkout), moves the branch with a compare-and-swap (a non-forced
+push for a remote), then syncs. A merge that conflicts leaves the tracked branch and the review
+branch as they were and says which files clash.
+"""
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from reviews.models import ChangeRequest, ReviewComment
+from reviews.models import OPEN_STATES, ChangeAction, ChangeState, Verdict
+from catalogue.recipe import NAME_RE
+from catalogue.spec import FOLDERS
+from catalogue.repo import GitRepo, Identity, PushRejected, RepoError, open_repo, recipe_path
+from rysh_site.roles import require, user_can
+from catalogue.sync import parse_version, recipes_sync
+
+log = logging.getLogger(__name__)
+MERGE_ATTEMPTS = 3
+MERGE_CLAIM_EXPIRES = timedelta(minutes=10)
+
+
+class ReviewError(Exception):
+    """A change that cannot be made as asked; the message is for the person who asked."""
+
+
+# --- identities ---------------------------------------------------------------------------------
+
+
+def identity_for(user) -> Identity:
+    """The git identity of a dashboard user: their name and email, never the machine's config."""
+    if user is None:
+        return Identity("rysh", "rysh@rysh.invalid")
+    username = user.get_username()
+    name = (user.get_full_name() or username).strip()
+    email = (user.email or f"{username}@rysh.invalid").strip()
+    clean = lambda s: re.sub(r"[<>\n\r\x00]", "", s) or "rysh"  # noqa: E731 - git refuses these
+    return Identity(clean(name), clean(email))
+
+
+# --- opening a change request --------------------------------------------------------------------
+
+
+def change_request_open(*, user, kind: str, name: str, text: str, message: str = "",
+                        create: bool = False) -> ChangeRequest:
+    """An edit of a recipe (or a new one, `create=True`) committed to a review branch."""
+    require(user, "edit")
+    _check_target(kind, name)
+    git, branch, base = _tracked()
+    path = recipe_path(FOLDERS[kind], name)
+    base_text = git.read_file(base, path)
+    if create and base_text is not None:
+        raise ReviewError(f"{kind}/{name} already exists; edit it instead")
+    if not create and base_text is None:
+        raise ReviewError(f"{kind}/{name} is not on {branch} any more")
+    text = normalize_text(text)
+    if not create and text == base_text:
+        raise ReviewError("nothing changed: the text is the same as on the tracked branch")
+    action = ChangeAction.CREATE if create else ChangeAction.EDIT
+    verb = "Create" if create else "Edit"
+    return _open(git, user=user, action=action, kind=kind, name=name, path="" if create else path,
+                 new_path=path, base=base, base_text=base_text or "", proposed_text=text,
+                 files={path: text}, message=message or f"{verb} {kind}/{name}")
+
+
+def change_request_rename(*, user, kind: str, name: str, new_name: str,
+                          message: str = "") -> ChangeRequest:
+    require(user, "edit")
+    _check_target(kind, new_name)
+    if new_name == name:
+        raise ReviewError("the new name is the same as the old one")
+    git, branch, base = _tracked()
+    path, new_path = recipe_path(FOLDERS[kind], name), recipe_path(FOLDERS[kind], new_name)
+    text = git.read_file(base, path)
+    if text is None:
+        raise ReviewError(f"{kind}/{name} is not on {branch} any more")
+    if git.read_file(base, new_path) is not None:
+        raise ReviewError(f"{kind}/{new_name} already exists")
+    return _open(git, user=user, action=ChangeAction.RENAME, kind=kind, name=name,
+                 new_name=new_name, path=path, new_path=new_path, base=base, base_text=text,
+                 proposed_text=text, files={path: None, new_path: text},
+                 message=message or f"Rename {kind}/{name} to {kind}/{new_name}")
+
+
+def change_request_delete(*, user, kind: str, name: str, message: str = "") -> ChangeRequest:
+    require(user, "edit")
+    git, branch, base = _tracked()
+    path = recipe_path(FOLDERS[kind], name)
+    text = git.read_file(base, path)
+    if text is None:
+        raise ReviewError(f"{kind}/{name} is not on {branch} any more")
+    return _open(git, user=user, action=ChangeAction.DELETE, kind=kind, name=name, path=path,
+                 new_path="", base=base, base_text=text, proposed_text="", files={path: None},
+                 message=message or f"Delete {kind}/{name}")
+
+
+def normalize_text(text: str) -> str:
+    """Browsers send CRLF from a textarea; the repository keeps LF and a final newline."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+def _check_target(kind: str, name: str) -> None:
+    if kind not in FOLDERS:
+        raise ReviewError(f"kind must be web or task, got {kind!r}")
+    if not NAME_RE.match(name or ""):
+        raise ReviewError(f"{name!r} is not a recipe name: use lowercase letters, digits, "
+                          "'.', '_' or '-', starting with a letter or digit")
+
+
+def _tracked() -> tuple[GitRepo, str, str]:
+    git = open_repo(settings.RYSH_RECIPES_REPO)
+    branch = settings.RYSH_RECIPES_BRANCH
+    git.refresh(branch)
+    return git, branch, git.head(branch)
+
+
+def _open(git: GitRepo, *, user, message: str, files: dict, base: str, **fields) -> ChangeRequest:
+    message = normalize_text(message).strip()
+    change = ChangeRequest.objects.create(
+        author=user, title=message.splitlines()[0][:300], repo=settings.RYSH_RECIPES_REPO,
+        target_branch=settings.RYSH_RECIPES_BRANCH, base_sha=base, **fields)
+    change.branch = f"rysh/cr-{change.pk}-{_slug(change.new_name or change.name)}"
+    try:
+        tree = git.write_tree(base, files)
+        change.head_sha = git.commit_tree(tree, [base], message, author=identity_for(user))
+        git.publish(change.branch, change.head_sha, None)
+    except RepoError:
+        change.delete()  # nothing was published: leave no request behind
+        raise
+    change.save(update_fields=["branch", "head_sha"])
+    _sync_quietly()
+    return change
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:40] or "recipe"
+
+
+# --- revising, discussing, deciding --------------------------------------------------------------
+
+
+def change_request_update(*, change: ChangeRequest, user, text: str,
+                          message: str = "") -> ChangeRequest:
+    """A new revision from the author. In conflict, it is committed on top of both the review
+    branch and the tracked branch's head, with the author's text: that resolves the conflict."""
+    require(user, "edit")
+    if change.author_id != user.pk and not user_can(user, "admin"):
+        raise PermissionDenied("only the author (or an admin) can revise a change request")
+    if change.state not in OPEN_STATES:
+        raise ReviewError(f"this change request is {change.state}; it cannot be revised")
+    if change.action == ChangeAction.DELETE:
+        raise ReviewError("a deletion has no text to revise")
+    git = open_repo(change.repo)
+    git.refresh(change.target_branch)
+    text = normalize_text(text)
+    files = {change.new_path: text}
+    if change.action == ChangeAction.RENAME:
+        files[change.path] = None
+    tip = change.head_sha
+    if change.state == ChangeState.CONFLICT:
+        main = git.head(change.target_branch)
+        parents, tree_base = [tip, main], main
+    else:
+        parents, tree_base = [tip], tip
+    message = normalize_text(message).strip() or f"Revise {change.target}"
+    new = git.commit_tree(git.write_tree(tree_base, files), parents, message,
+                          author=identity_for(user))
+    git.publish(change.branch, new, tip)
+    if len(parents) == 2:  # the change now sits on the current head: diff against that
+        change.base_sha = parents[1]
+        change.base_text = git.read_file(parents[1], change.path or change.new_path) or ""
+    change.head_sha, change.proposed_text = new, text
+    change.state, change.conflicts = ChangeState.OPEN, []
+    change.save()
+    ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.UPDATE,
+                                 body=message)
+    _sync_quietly()
+    return change
+
+
+def change_request_comment(*, change: ChangeRequest, user, body: str) -> ReviewComment:
+    require(user, "view")
+    body = body.strip()
+    if not body:
+        raise ReviewError("write something first")
+    return ReviewComment.objects.create(change_request=change, author=user, body=body)
+
+
+def change_request_request_changes(*, change: ChangeRequest, user, body: str = "") -> ChangeRequest:
+    _require_reviewer(change, user, "request changes on")
+    # Only an open request changes state; one merged meanwhile stays merged.
+    ChangeRequest.objects.filter(pk=change.pk, state__in=[ChangeState.OPEN]).update(
+        state=ChangeState.CHANGES_REQUESTED, updated_at=timezone.now())
+    ReviewComment.objects.create(change_request=change, author=user,
+                                 verdict=Verdict.REQUEST_CHANGES, body=body.strip())
+    change.refresh_from_db()
+    return change
+
+
+def change_request_close(*, change: ChangeRequest, user) -> ChangeRequest:
+    if change.author_id != user.pk and not user_can(user, "admin"):
+        raise PermissionDenied("only the author (or an admin) can close a change request")
+    if not ChangeRequest.objects.filter(pk=change.pk, state__in=OPEN_STATES).update(
+            state=ChangeState.CLOSED, updated_at=timezone.now()):
+        raise ReviewError("this change request is not open")
+    ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.EVENT,
+                                 body=f"Closed without merging; the branch {change.branch} is kept.")
+    change.refresh_from_db()
+    return change
+
+
+def change_request_approve(*, change: ChangeRequest, user) -> ChangeRequest:
+    """Merge into the tracked branch, then sync. The author cannot approve their own change."""
+    _require_reviewer(change, user, "approve")
+    previous = change.state
+    # The claim: two reviewers pressing Approve at once must not merge twice; the one whose
+    # update moves the request to `merging` goes on, the other is told it is not open.
+    # A claim left behind by a process that died mid-merge expires; merging again is safe
+    # (a tip already in the branch is recognised as merged).
+    now = timezone.now()
+    claimable = Q(state__in=OPEN_STATES) | Q(state=ChangeState.MERGING,
+                                            updated_at__lt=now - MERGE_CLAIM_EXPIRES)
+    if not ChangeRequest.objects.filter(claimable, pk=change.pk).update(
+            state=ChangeState.MERGING, updated_at=now):
+        raise ReviewError("this change request is not open (merged or closed meanwhile)")
+    if previous == ChangeState.MERGING:
+        previous = ChangeState.OPEN
+    try:
+        merged_sha, conflicts = _merge(change, user)
+    except Exception:
+        ChangeRequest.objects.filter(pk=change.pk).update(state=previous)
+        raise
+    change.refresh_from_db()
+    ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.APPROVE)
+    if conflicts:
+        change.state, change.conflicts = ChangeState.CONFLICT, list(conflicts)
+        change.save(update_fields=["state", "conflicts", "updated_at"])
+        ReviewComment.objects.create(
+            change_request=change, verdict=Verdict.EVENT,
+            body=(f"Not merged: {change.target_branch} has moved and the merge conflicts in "
+                  f"{', '.join(conflicts)}. Nothing was lost: {change.target_branch} and the "
+                  f"branch {change.branch} are as they were. The author can revise the change "
+                  f"on top of the current {change.target_branch} to resolve it."))
+        return change
+    with transaction.atomic():
+        change.state, change.conflicts = ChangeState.MERGED, []
+        change.merged_sha, change.merged_by, change.merged_at = merged_sha, user, timezone.now()
+        change.save()
+        ReviewComment.objects.create(change_request=change, verdict=Verdict.EVENT,
+                                     body=f"Merged into {change.target_branch} as {merged_sha[:10]}.")
+    _sync_quietly()
+    return change
+
+
+def _require_reviewer(change: ChangeRequest, user, what: str) -> None:
+    require(user, "review")
+    if change.author_id is not None and change.author_id == user.pk:
+        raise PermissionDenied(f"you cannot {what} your own change request")
+
+
+def _merge(change: ChangeRequest, user) -> tuple[str | None, tuple[str, ...]]:
+    git = open_repo(change.repo)
+    for _attempt in range(MERGE_ATTEMPTS):
+        git.refresh(change.target_branch)
+        target = git.head(change.target_branch)
+        merge = git.merge(
+            target=target, tip=change.head_sha,
+            message=(f"Merge change request #{change.pk}: {change.title}\n\n"
+                     f"Approved by {identity_for(user).name}."),
+            author=identity_for(change.author), committer=identity_for(user))
+        if merge.sha is None:
+            return None, merge.conflicts
+        if merge.sha == target:
+            return target, ()  # already in the branch: nothing to move
+        try:
+            git.publish(change.target_branch, merge.sha, target)
+        except PushRejected:
+            log.info("%s moved while merging change request #%s; trying again",
+                     change.target_branch, change.pk)
+            continue
+        return merge.sha, ()
+    raise ReviewError(f"{change.target_branch} kept moving; try again in a moment")
+
+
+def _sync_quietly() -> None:
+    """After every commit the app makes: the merge is done, a failed sync only delays the list."""
+    try:
+        recipes_sync()
+    except RepoError:
+        log.exception("sync after a commit failed; the schedule will try again")
+
+
+# --- diffs: text and plan -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: str  # hunk | ctx | add | del
+    text: str
+    old: int | None = None
+    new: int | None = None
+
+
+def text_diff(before: str, after: str, *, context: int = 3) -> list[DiffLine]:
+    """A unified diff as rows the template classes and escapes (line numbers on both sides)."""
+    a, b = before.splitlines(), after.splitlines()
+    rows = []
+    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
+        i1, j1 = group[0][1], group[0][3]
+        i2, j2 = group[-1][2], group[-1][4]
+        rows.append(DiffLine("hunk", f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@"))
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                rows += [DiffLine("ctx", a[i], i + 1, b1 + i - a1 + 1) for i in range(a1, a2)]
+                continue
+            rows += [DiffLine("del", a[i], old=i + 1) for i in range(a1, a2)]
+            rows += [DiffLine("add", b[j], new=j + 1) for j in range(b1, b2)]
+    return rows
+
+
+@dataclass(frozen=True)
+class PlanSide:
+    exists: bool
+    valid: bool
+    errors: tuple[str, ...]
+    summary: tuple[str, ...]
+    worst_tokens: int | None
+    worst_display: str
+    money: Decimal | None
+
+
+@dataclass(frozen=True)
+class PlanDelta:
+    before: PlanSide
+    after: PlanSide
+
+    @property
+    def summary_rows(self) -> list[tuple[str, str, bool]]:
+        """(before, after, changed) for the three lines rysh prints."""
+        b, a = list(self.before.summary), list(self.after.summary)
+        width = max(len(b), len(a))
+        b += [""] * (width - len(b))
+        a += [""] * (width - len(a))
+        return [(x, y, x != y) for x, y in zip(b, a)]
+
+    @property
+    def tokens_delta(self) -> int | None:
+        if self.before.worst_tokens is None or self.after.worst_tokens is None:
+            return None
+        return self.after.worst_tokens - self.before.worst_tokens
+
+    @property
+    def money_delta(self) -> Decimal | None:
+        before = self.before.money if self.before.exists else Decimal(0)
+        after = self.after.money if self.after.exists else Decimal(0)
+        return None if before is None or after is None else after - before
+
+    @property
+    def worst_line(self) -> str:
+        """`worst case 20b → 25b, +$15.00` — what this change does to tonight's bill."""
+        line = f"worst case {self.before.worst_display} → {self.after.worst_display}"
+        delta = self.money_delta
+        if delta is not None and (self.before.worst_tokens is not None
+                                  or self.after.worst_tokens is not None):
+            sign = "+" if delta >= 0 else "−"
+            line += f", {sign}${abs(delta):,.2f}"
+        return line
+
+    @property
+    def direction(self) -> str:
+        delta = self.money_delta if self.money_delta is not None else self.tokens_delta
+        return "" if not delta else ("up" if delta > 0 else "down")
+
+
+def plan_side(text: str | None, *, kind: str, name: str, path: str = "") -> PlanSide:
+    if text is None or text == "":
+        return PlanSide(False, False, (), (), None, "—", None)
+    parsed = parse_version(text, path=path or f"{name}.md", kind=kind, name=name)
+    if not parsed["valid"]:
+        return PlanSide(True, False, tuple(parsed["errors"]), (), None, "invalid", None)
+    plan = parsed["plan"]
+    money = Decimal(plan["money"]) if plan["money"] is not None else None
+    return PlanSide(True, True, (), tuple(plan["summary"]), plan["worst_tokens"],
+                    plan["worst_display"], money)
+
+
+def plan_delta(before: str | None, after: str | None, *, kind: str, name: str,
+               new_name: str = "") -> PlanDelta:
+    return PlanDelta(plan_side(before, kind=kind, name=name),
+                     plan_side(after, kind=kind, name=new_name or name))

@@ -1,0 +1,19 @@
+from django.urls import path
+
+from reviews.views import editor, review
+
+urlpatterns = [
+    path("recipes/new/", editor.recipe_new, name="recipe_new"),
+    path("recipes/validate/", editor.recipe_validate, name="recipe_validate"),
+    path("recipes/<str:kind>/<str:name>/edit/", editor.recipe_edit, name="recipe_edit"),
+    path("recipes/<str:kind>/<str:name>/rename/", editor.recipe_rename, name="recipe_rename"),
+    path("recipes/<str:kind>/<str:name>/delete/", editor.recipe_delete, name="recipe_delete"),
+    path("changes/", review.change_list, name="change_list"),
+    path("changes/<int:pk>/", review.change_detail, name="change_detail"),
+    path("changes/<int:pk>/edit/", editor.change_edit, name="change_edit"),
+    path("changes/<int:pk>/comment/", review.change_comment, name="change_comment"),
+    path("changes/<int:pk>/approve/", review.change_approve, name="change_approve"),
+    path("changes/<int:pk>/request-changes/", review.change_request_changes,
+         name="change_request_changes"),
+    path("changes/<int:pk>/close/", review.change_close, name="change_close"),
+]

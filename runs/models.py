@@ -1,0 +1,294 @@
+"""A Run is one job: passes of legs of steps. The engine writes these; views only read them."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from budgets.units import format_duration, format_tokens
+
+
+class RunState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    PAUSED = "paused"  # see pause_reason: cancelled, step cap, worker lost
+    AWAITING_APPROVAL = "awaiting approval"
+    FINISHED = "finished"
+
+
+ACTIVE_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.PAUSED, RunState.AWAITING_APPROVAL)
+# What keeps a second run of the same recipe from starting: a cancelled run is parked, not
+# active, so `resume` may start beside it (SPEC §9). The constraint and the services share it.
+BLOCKING_RUN = (models.Q(state__in=["queued", "running", "awaiting approval"])
+                | (models.Q(state="paused") & ~models.Q(pause_reason="cancelled")))
+
+
+class Phase(models.TextChoices):
+    TASK = "task"
+    WRAP_UP = "wrap-up"
+    JUDGING = "judging"
+
+
+class Control(models.TextChoices):
+    """A request from a person, written on the Run and read by the engine between steps."""
+
+    NONE = ""
+    STOP = "stop"
+    CANCEL = "cancel"
+    LAND = "land"
+
+
+class Run(models.Model):
+    recipe = models.ForeignKey("catalogue.Recipe", null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="runs")
+    recipe_version = models.ForeignKey("catalogue.RecipeVersion", null=True, blank=True,
+                                       on_delete=models.SET_NULL, related_name="runs")
+    kind = models.CharField(max_length=8)
+    name = models.CharField(max_length=200)
+    target = models.CharField(max_length=210, db_index=True)  # kind/name: one active run each
+    recipe_path = models.CharField(max_length=1000)
+    recipe_text = models.TextField()  # the exact text the run was armed with
+    args = models.JSONField(default=list)
+    overrides = models.JSONField(default=dict)
+    plan = models.JSONField(default=dict)  # the resolved plan, as armed
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="+")
+    headless = models.BooleanField(default=True)
+    provider = models.CharField(max_length=20)  # anthropic | scripted
+    executor_model = models.CharField(max_length=100)
+    judge_model = models.CharField(max_length=100)
+    output_dir = models.CharField(max_length=1000)
+    script_path = models.CharField(max_length=1000, blank=True)  # the scripted provider's script
+
+    state = models.CharField(max_length=20, choices=RunState.choices, default=RunState.QUEUED,
+                             db_index=True)
+    pause_reason = models.CharField(max_length=40, blank=True)
+    phase = models.CharField(max_length=10, choices=Phase.choices, blank=True)
+    control = models.CharField(max_length=10, choices=Control.choices, blank=True)
+    cause = models.CharField(max_length=500, blank=True)
+    pass_number = models.PositiveIntegerField(default=0)
+    last_verdict = models.CharField(max_length=3, blank=True)
+    resumed_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="resumes")
+    lost_count = models.PositiveIntegerField(default=0)  # times a worker died under it
+
+    # the job's ledger totals (counted = input + cache write + output; cache reads apart)
+    tokens_counted = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    seconds_used = models.FloatField(default=0)  # model-and-tool clock, against the outer clock
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        db_table = "automations_run"  # named before the apps split (see migrations/0001)
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # One active run per recipe target, enforced by the database so that two
+            # people pressing Run at once cannot both win. A cancelled run is parked, not
+            # active: resume may start a fresh run beside it (SPEC §9).
+            models.UniqueConstraint(
+                fields=["target"], name="one_active_run_per_target", condition=BLOCKING_RUN,
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run #{self.pk} {self.target}"
+
+    @property
+    def state_label(self) -> str:
+        """What the live table shows: `running pass`, `wrap-up`, `judging`, `paused(cancelled)`…"""
+        if self.state == RunState.PAUSED:
+            return f"paused({self.pause_reason})"
+        if self.state == RunState.RUNNING:
+            return {Phase.WRAP_UP: "wrap-up", Phase.JUDGING: "judging"}.get(self.phase, "running pass")
+        return self.state
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def tokens_text(self) -> str:
+        return format_tokens(self.tokens_counted)
+
+    @property
+    def duration_text(self) -> str:
+        if not self.started_at:
+            return "-"
+        end = self.ended_at or timezone.now()
+        return format_duration(int((end - self.started_at).total_seconds())) or "0s"
+
+
+class PassStop(models.TextChoices):
+    """Why a leg (and so a pass) ended."""
+
+    DONE = "done"  # the model answered without asking for a tool
+    STEPS = "steps"
+    TIME = "time"
+    TOKENS = "tokens"
+    LANDED = "land now"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+class Pass(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="passes")
+    number = models.PositiveIntegerField()
+    phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.TASK)
+    task_stop = models.CharField(max_length=20, blank=True)
+    wrap_up_stop = models.CharField(max_length=20, blank=True)
+    takeover_used = models.BooleanField(default=False)
+    verdict = models.CharField(max_length=3, blank=True)  # YES | NO
+    reason = models.TextField(blank=True)
+    result_file = models.CharField(max_length=1000, blank=True)
+    tokens_counted = models.BigIntegerField(default=0)
+    # the checkpoint: conversation and the current leg's counters, saved after every step
+    messages = models.JSONField(default=list)
+    leg_start = models.PositiveIntegerField(default=0)  # index in messages where the leg began
+    leg_steps = models.PositiveIntegerField(default=0)
+    leg_tokens = models.BigIntegerField(default=0)
+    leg_seconds = models.FloatField(default=0)
+    steps_total = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "automations_pass"  # named before the apps split (see migrations/0001)
+        ordering = ["run", "number"]
+        constraints = [models.UniqueConstraint(fields=["run", "number"], name="pass_run_number_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run} pass {self.number}"
+
+
+class StepStatus(models.TextChoices):
+    PENDING = "pending"  # reserved before the call; settled after it
+    DONE = "done"
+    LOST = "lost"  # the worker died mid-call: counted at its reservation, never less
+    CANCELLED = "cancelled"  # interrupted by a cancel: counted at its reservation
+
+
+class Step(models.Model):
+    """One model call plus the tool calls it asked for."""
+
+    run_pass = models.ForeignKey(Pass, on_delete=models.CASCADE, related_name="steps")
+    number = models.PositiveIntegerField()  # within the pass
+    leg = models.CharField(max_length=10, choices=Phase.choices)
+    status = models.CharField(max_length=10, choices=StepStatus.choices, default=StepStatus.PENDING)
+    model = models.CharField(max_length=100)
+    max_tokens = models.PositiveIntegerField()
+    reserved_tokens = models.BigIntegerField()  # input bound + max_tokens
+    message_count = models.PositiveIntegerField(default=0)  # messages sent with the call
+    input_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    counted_tokens = models.BigIntegerField(default=0)
+    stop_reason = models.CharField(max_length=40, blank=True)
+    text = models.TextField(blank=True)
+    tool_calls = models.JSONField(default=list)
+    tool_results = models.JSONField(default=list)
+    duration_ms = models.PositiveIntegerField(default=0)
+    # web steps: where the browser was after the step (the continue checkpoint) and a small
+    # JPEG of it for the filmstrip, a file under RYSH_SCREENSHOTS_DIR (rows stay small)
+    page_url = models.CharField(max_length=2000, blank=True)
+    page_title = models.CharField(max_length=300, blank=True)
+    screenshot = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "automations_step"  # named before the apps split (see migrations/0001)
+        ordering = ["run_pass", "number"]
+        constraints = [models.UniqueConstraint(fields=["run_pass", "number"],
+                                               name="step_pass_number_unique")]
+
+
+class RunEvent(models.Model):
+    """Append-only: what happened to a run, in order. Pushed live by runs.events."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=40)
+    message = models.TextField(blank=True)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        db_table = "automations_runevent"  # named before the apps split (see migrations/0001)
+        ordering = ["id"]
+
+
+class ApprovalState(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"  # nobody answered in time: the action was not taken
+    CANCELLED = "cancelled"  # the run was cancelled or lost its worker while it waited
+
+
+class Approval(models.Model):
+    """A tool call named in the recipe's `approve:` list, held until a person answers."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
+    pass_number = models.PositiveIntegerField()
+    step_number = models.PositiveIntegerField()
+    tool_name = models.CharField(max_length=100)
+    tool_input = models.JSONField(default=dict)
+    pattern = models.CharField(max_length=300)  # the `approve:` entry that matched
+    subject = models.CharField(max_length=500, blank=True)  # what it matched, e.g. the button's text
+    state = models.CharField(max_length=10, choices=ApprovalState.choices, default=ApprovalState.PENDING,
+                             db_index=True)
+    reason = models.TextField(blank=True)
+    answered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "automations_approval"  # named before the apps split (see migrations/0001)
+        ordering = ["-id"]
+        constraints = [
+            # a run waits for one answer at a time
+            models.UniqueConstraint(fields=["run"], condition=models.Q(state="pending"),
+                                    name="one_pending_approval_per_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"approval #{self.pk} of {self.run}: {self.tool_name}"
+
+    @property
+    def action_text(self) -> str:
+        """`click 'Publish'`: the call as a person reads it."""
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.tool_input.items() if k != "content")
+        return f"{self.tool_name}({shown})"
+
+
+class LedgerEntry(models.Model):
+    """The append-only token ledger: one entry per model call that can cost money."""
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ledger")
+    # One entry per step at most, so settling a step twice cannot count its tokens twice.
+    step = models.OneToOneField(Step, null=True, blank=True,
+                                on_delete=models.CASCADE, related_name="ledger_entry")
+    pass_number = models.PositiveIntegerField()
+    purpose = models.CharField(max_length=10)  # task | wrap-up | judge
+    model = models.CharField(max_length=100)
+    input_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    counted_tokens = models.BigIntegerField()  # input + cache write + output
+    estimated = models.BooleanField(default=False)  # a reservation counted in full (lost/cancelled)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "budgets_ledgerentry"  # named before the apps split (see migrations/0001)
+        ordering = ["id"]

@@ -1,0 +1,76 @@
+"""run-report.md in the results folder (SPEC §6), rewritten whenever a run pauses or ends."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from django.utils import timezone
+
+from runs.judge import REPORT_NAME
+from budgets.plan import summary_lines
+from budgets.units import format_duration, format_duration_go, format_tokens
+
+
+def cache_hit_percent(*, input_tokens: int, cache_read: int, cache_write: int) -> float | None:
+    total = input_tokens + cache_read + cache_write
+    return None if total == 0 else 100.0 * cache_read / total
+
+
+def plan_lines_from_snapshot(plan: dict) -> list[str]:
+    """The plan a run was armed with (stored as a dict), in rysh's three lines."""
+    per = plan.get("per_pass", {})
+    return summary_lines(loop_enabled=plan.get("loop_enabled", False), passes=plan.get("passes", 1),
+                         tokens=per.get("tokens", 0), seconds=per.get("seconds", 0),
+                         takeover_when=plan.get("takeover_when", 90),
+                         outer_tokens=plan.get("outer_tokens", 0),
+                         outer_seconds=plan.get("outer_seconds", 0))
+
+
+def render_report(run) -> str:
+    plan = run.plan
+    per = plan.get("per_pass", {})
+    end = run.ended_at or timezone.now()
+    took = (end - run.started_at).total_seconds() if run.started_at else 0
+    hit = cache_hit_percent(input_tokens=run.input_tokens, cache_read=run.cache_read_tokens,
+                            cache_write=run.cache_write_tokens)
+    cap = plan.get("worst_tokens", 0)
+    lines = [
+        f"# Run report: {run.target} (run #{run.pk})", "",
+        f"- model: {run.executor_model} via {run.provider}"
+        + (" — OFFLINE SCRIPTED MODEL, not Claude" if run.provider == "scripted" else ""),
+        f"- arguments: {' '.join(run.args) or '(none)'}",
+        f"- started: {run.started_at.isoformat() if run.started_at else '-'}",
+        f"- ended: {run.ended_at.isoformat() if run.ended_at else '(not yet)'}",
+        f"- duration: {format_duration(int(took))}",
+        f"- state: {run.state_label}",
+        f"- cause: {run.cause or '-'}",
+        f"- per-pass budget: {format_tokens(per.get('tokens', 0))} ({per.get('tokens', 0)} tokens), "
+        f"{per.get('steps', 0)} steps, {format_duration_go(per.get('seconds', 0))}",
+        f"- tokens counted: {run.tokens_counted} of at most {cap} for the run "
+        f"({format_tokens(run.tokens_counted)} of {format_tokens(cap)}; cache reads excluded)",
+        f"- cache: {run.cache_read_tokens} read, {run.cache_write_tokens} written, "
+        f"{run.input_tokens} fresh input; hit {'-' if hit is None else f'{hit:.0f}%'}",
+        f"- cost: {'-' if run.cost is None else f'${run.cost:.4f}'}",
+        "", "## Loop plan", "", "```", *plan_lines_from_snapshot(plan), "```", "",
+        "## Passes", "", "| pass | verdict | judge's reason | tokens | task stop | wrap-up |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in run.passes.order_by("number"):
+        reason = (p.reason or "").replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {p.number} | {p.verdict or '-'} | {reason or '-'} | {p.tokens_counted} | "
+                     f"{p.task_stop or '-'} | {p.wrap_up_stop or ('-' if not p.takeover_used else 'running')} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(run) -> Path | None:
+    if not run.output_dir:
+        return None
+    folder = Path(run.output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / REPORT_NAME
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".report-")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(render_report(run))
+    os.replace(tmp, target)
+    return target

@@ -1,0 +1,337 @@
+"""Run services: start, stop, cancel, continue, resume, land now (SPEC §5), and the sweeper.
+
+Controls only write a request or an atomic state change on the Run; the engine, in its
+worker, reads requests between steps. Every refusal is a RunRefused whose message says
+what to do instead.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from runs import approvals, events
+from agents.providers import ProviderError, choose_provider, preflight_anthropic, script_beside
+from runs.arming import OverrideError, arm, first_message, plan_snapshot
+from runs.engine import finish_run
+from runs.ledger import settle_pending_steps
+from runs.models import Approval, Pass, Run
+from catalogue.models import Recipe, RecipeVersion
+from runs.models import ACTIVE_STATES, BLOCKING_RUN, ApprovalState, Control, RunState
+from catalogue.plan_report import plan_lines
+from catalogue.recipe import RecipeError, resolve_output_dir
+from runs.report import write_report
+from catalogue.workdir import find_recipe
+from runs.wiring import site_url
+
+log = logging.getLogger(__name__)
+EXECUTE_FUNC = "runs.worker.execute_run"  # the worker's entry point, queued by path
+
+
+SCRIPTED_MODEL = "scripted-demo"
+
+
+class RunRefused(Exception):
+    """A control that cannot be carried out; the message says why and what to do."""
+
+
+@dataclass
+class RecipeSource:
+    kind: str
+    name: str
+    path: str
+    text: str
+    recipe: Recipe | None = None
+    version: RecipeVersion | None = None
+    notes: list[str] = field(default_factory=list)
+    script: Path | None = None
+
+
+def recipe_source(*, kind: str, name_or_path: str) -> RecipeSource:
+    """The text a run is armed with: the catalogue's last good version, else a file."""
+    is_path = name_or_path.endswith(".md") or "/" in name_or_path
+    if not is_path:
+        found = _from_catalogue(kind, name_or_path)
+        if found is not None:
+            return found
+    try:
+        path = find_recipe(name_or_path, kind=kind, root=settings.RYSH_RECIPES_REPO)
+    except FileNotFoundError as exc:
+        raise RunRefused(str(exc)) from None
+    return RecipeSource(kind=kind, name=path.stem, path=str(path), text=path.read_text(encoding="utf-8"),
+                        script=script_beside(path))
+
+
+def _from_catalogue(kind: str, name: str) -> RecipeSource | None:
+    recipe = Recipe.objects.filter(kind=kind, name=name, archived=False).select_related("good", "latest").first()
+    if recipe is None:
+        return None
+    if recipe.good is None:
+        errors = "\n".join(recipe.latest.errors if recipe.latest else [])
+        raise RunRefused(f"{recipe.target} has no valid version to run:\n{errors}")
+    notes = []
+    if recipe.latest_id and recipe.latest_id != recipe.good_id:
+        notes.append(f"the newest version of {recipe.target} ({recipe.latest.commit_sha[:8]}) is broken; "
+                     f"running the last good version ({recipe.good.commit_sha[:8]})")
+    worktree = Path(settings.RYSH_RECIPES_REPO) / recipe.good.path
+    return RecipeSource(kind=kind, name=name, path=recipe.good.path, text=recipe.good.text,
+                        recipe=recipe, version=recipe.good, notes=notes,
+                        script=script_beside(worktree) or script_beside(_demo_copy(recipe.good.path)))
+
+
+def _demo_copy(relative: str) -> Path:
+    return Path(settings.BASE_DIR) / "demo" / "recipes" / relative
+
+
+@dataclass
+class DryRun:
+    lines: list[str]
+
+
+def run_start(*, kind: str, name_or_path: str, args: list[str], user=None, headless: bool = True,
+              overrides: dict | None = None, provider: str | None = None, dry_run: bool = False,
+              resumed_from: Run | None = None) -> Run | DryRun:
+    """Arm and queue a run, or refuse with a clear message before anything is spent."""
+    source = recipe_source(kind=kind, name_or_path=name_or_path)
+    try:
+        spec, plan = arm(source.text, path=source.path, kind=kind, overrides=overrides or {})
+        output_dir = resolve_output_dir(spec, settings.RYSH_RESULTS_DIR)
+    except (RecipeError, OverrideError) as exc:
+        raise RunRefused(str(exc)) from None
+    if len(args) < len(spec.args):
+        missing = ", ".join(spec.args[len(args):])
+        raise RunRefused(f"{spec.target} needs {len(spec.args)} argument(s): "
+                         f"{' '.join(spec.args)}; missing: {missing}")
+    if spec.kind == "web" and settings.RYSH_CHROMIUM and not Path(settings.RYSH_CHROMIUM).exists():
+        raise RunRefused(f"RYSH_CHROMIUM is {settings.RYSH_CHROMIUM}, which does not exist; install "
+                         "Chromium (make install) or unset RYSH_CHROMIUM to use Playwright's own")
+    executor = spec.executor_model or settings.RYSH_EXECUTOR_MODEL
+    judge = spec.judge or settings.RYSH_JUDGE_MODEL
+    if dry_run:
+        return DryRun(_dry_run_lines(spec, plan, source, args, str(output_dir), executor, judge))
+    try:
+        chosen = choose_provider(provider, target=spec.target, script=source.script)
+        if chosen == "anthropic":
+            preflight_anthropic()
+    except ProviderError as exc:
+        raise RunRefused(str(exc)) from None
+    if chosen == "scripted":
+        # Never priced or labelled as Claude: the scripted model is its own thing.
+        executor = judge = SCRIPTED_MODEL
+    return _create_run(spec=spec, plan=plan, source=source, args=args, user=user, headless=headless,
+                       overrides=overrides or {}, provider=chosen, executor=executor, judge=judge,
+                       output_dir=output_dir, resumed_from=resumed_from)
+
+
+def _create_run(*, spec, plan, source, args, user, headless, overrides, provider, executor, judge,
+                output_dir, resumed_from) -> Run:
+    try:
+        with transaction.atomic():
+            run = Run.objects.create(
+                recipe=source.recipe, recipe_version=source.version, kind=spec.kind, name=spec.name,
+                target=spec.target, recipe_path=source.path, recipe_text=source.text, args=list(args),
+                overrides=overrides, plan=plan_snapshot(plan), user=user, headless=headless,
+                provider=provider, executor_model=executor, judge_model=judge,
+                output_dir=str(output_dir), script_path=str(source.script or ""),
+                resumed_from=resumed_from)
+    except IntegrityError:
+        active = active_run(spec.target)
+        raise RunRefused(f"{spec.target} already has an active run: {describe(active)}; "
+                         "stop or cancel it first") from None
+    output_dir.mkdir(parents=True, exist_ok=True)
+    for note in source.notes:
+        events.record(run, "note", note)
+    label = "the offline scripted model (not Claude)" if provider == "scripted" else executor
+    events.record(run, "queued", f"queued on {label}", provider=provider)
+    _enqueue_on_commit(run.pk)
+    return run
+
+
+def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge) -> list[str]:
+    lines = [f"dry run: {spec.target}  (nothing is changed)"]
+    lines += [f"  note: {n}" for n in source.notes]
+    lines += ["", "prompt:", *("  " + line for line in first_message(spec, args, output_dir).splitlines()), ""]
+    lines += plan_lines(spec, plan, executor=executor, judge=judge)
+    if spec.kind == "web":
+        lines += [f"browser: profile {spec.web_profile}, start page {site_url(spec.url) if spec.url else '(blank)'}, "
+                  f"reads pages as {spec.web_read}"
+                  + (f", only {', '.join(spec.allowed_domains)}" if spec.allowed_domains else "")
+                  + (", video kept" if spec.record else "")]
+        if spec.approve:
+            lines.append(f"approval needed for: {', '.join(spec.approve)}")
+    lines += [f"schedule: {spec.schedule or 'none'}", f"results: {output_dir}"]
+    return lines
+
+
+def _enqueue_on_commit(run_id: int) -> None:
+    transaction.on_commit(lambda: enqueue_run(run_id))
+
+
+def enqueue_run(run_id: int) -> None:
+    """Queue a run for a worker, by the entry point's dotted path (services never import the
+    worker module: it imports them)."""
+    async_task(EXECUTE_FUNC, run_id, task_name=f"run-{run_id}", group="runs")
+
+
+def active_run(target: str) -> Run | None:
+    return Run.objects.filter(BLOCKING_RUN, target=target).first()
+
+
+def describe(run: Run | None) -> str:
+    if run is None:
+        return "(it ended meanwhile; try again)"
+    return f"run #{run.pk} ({run.state_label}, pass {run.pass_number}/{run.plan.get('passes', 1)})"
+
+
+def latest_run(target: str, *, states=ACTIVE_STATES) -> Run | None:
+    return Run.objects.filter(target=target, state__in=states).order_by("-created_at", "-id").first()
+
+
+# -- controls --------------------------------------------------------------------------------
+
+def run_stop(*, run: Run, user=None) -> str:
+    """Graceful: the pass in flight finishes, is not judged, and nothing iterates."""
+    if run.state == RunState.FINISHED:
+        raise RunRefused(f"run #{run.pk} has already finished ({run.cause})")
+    if run.state == RunState.PAUSED or run.state == RunState.QUEUED:
+        # Nothing is in flight: a paused or queued run stops at once.
+        if Run.objects.filter(pk=run.pk, state=run.state).update(control=Control.STOP) == 1:
+            with transaction.atomic():
+                finish_run(run, "stopped by user")
+            return f"run #{run.pk} stopped"
+    Run.objects.filter(pk=run.pk, state__in=ACTIVE_STATES).update(control=Control.STOP)
+    events.record(run, "control", "stop requested: the pass in flight finishes, then the run ends")
+    return f"run #{run.pk}: stop requested; the pass in flight finishes, is not judged, and the run ends"
+
+
+def run_cancel(*, run: Run, user=None) -> str:
+    """Interrupt now; the conversation is kept as a checkpoint."""
+    if run.state == RunState.QUEUED:
+        if Run.objects.filter(pk=run.pk, state=RunState.QUEUED).update(
+                state=RunState.PAUSED, pause_reason="cancelled") == 1:
+            run.refresh_from_db()
+            events.record(run, "paused", "paused(cancelled) before it started", reason="cancelled")
+            return f"run #{run.pk} cancelled before it started; state preserved"
+    if run.state != RunState.RUNNING and run.state != RunState.AWAITING_APPROVAL:
+        raise RunRefused(f"run #{run.pk} is not running ({run.state_label}); nothing to cancel")
+    Run.objects.filter(pk=run.pk, state__in=[RunState.RUNNING, RunState.AWAITING_APPROVAL]) \
+        .exclude(control=Control.STOP).update(control=Control.CANCEL)
+    events.record(run, "control", "cancel requested: interrupting now; state preserved")
+    return f"run #{run.pk}: cancel requested; it pauses with its conversation kept (state preserved)"
+
+
+def run_land(*, run: Run, user=None) -> str:
+    """Hand the wheel to the takeover prompt now, with the takeover share."""
+    if run.state != RunState.RUNNING:
+        raise RunRefused(f"run #{run.pk} is not running ({run.state_label}); nothing to land")
+    if run.phase != "task":
+        raise RunRefused(f"run #{run.pk} is in {run.phase or run.state_label}; land now applies to a task leg")
+    if Run.objects.filter(pk=run.pk, state=RunState.RUNNING, control="").update(control=Control.LAND) != 1:
+        raise RunRefused(f"run #{run.pk} already has a request pending")
+    events.record(run, "control", "land now requested: the wrap-up prompt takes the wheel")
+    return f"run #{run.pk}: landing — the wrap-up prompt takes the wheel after this step"
+
+
+def run_continue(*, run: Run, user=None) -> str:
+    """A paused pass picks up from its checkpoint; a cancel or lost worker re-arms the leg."""
+    if run.state != RunState.PAUSED:
+        raise RunRefused(_nothing_to_continue(run))
+    reason = run.pause_reason
+    try:
+        with transaction.atomic():
+            if Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(
+                    state=RunState.QUEUED, pause_reason="", control="") != 1:
+                raise RunRefused(f"run #{run.pk} changed meanwhile; look again")
+            if reason != "step cap":
+                # budget re-armed: the current leg gets its allotment afresh (the job's outer
+                # ceilings still hold, so the worst case does too)
+                Pass.objects.filter(run=run, ended_at__isnull=True).update(
+                    leg_steps=0, leg_tokens=0, leg_seconds=0)
+    except IntegrityError:
+        raise RunRefused(f"{run.target} already has an active run: {describe(active_run(run.target))}; "
+                         "stop or cancel it first") from None
+    run.refresh_from_db()
+    events.record(run, "continued", f"continue from paused({reason})")
+    _enqueue_on_commit(run.pk)
+    return f"run #{run.pk} continues from its checkpoint (was paused({reason}))"
+
+
+def _nothing_to_continue(run: Run) -> str:
+    if run.state == RunState.FINISHED:
+        return (f"run #{run.pk} has nothing to continue: it finished ({run.cause}). "
+                "Use resume to start a fresh run seeded with its latest result.")
+    return f"run #{run.pk} has nothing to continue: it is {run.state_label}"
+
+
+def run_resume(*, run: Run, user=None, headless: bool | None = None, provider: str | None = None) -> Run:
+    """A fresh run with a fresh budget, seeded with the latest result file; it names `run`."""
+    return run_start(kind=run.kind, name_or_path=run.recipe_path if not run.recipe_id else run.name,
+                     args=list(run.args), user=user, headless=run.headless if headless is None else headless,
+                     overrides=run.overrides, provider=provider or run.provider, resumed_from=run)
+
+
+# -- approvals ----------------------------------------------------------------------------------
+
+def approval_answer(*, approval: Approval, user, approved: bool, reason: str = "") -> str:
+    """A person answers a pending approval; the engine, polling, goes on at once."""
+    if approval.state != ApprovalState.PENDING:
+        raise RunRefused(f"approval #{approval.pk} was already answered ({approval.state})")
+    state = ApprovalState.APPROVED if approved else ApprovalState.REJECTED
+    if not approvals.settle(approval, state, reason.strip(), user=user):
+        approval.refresh_from_db()
+        raise RunRefused(f"approval #{approval.pk} was answered meanwhile ({approval.state})")
+    verb = "approved" if approved else "rejected"
+    return f"run #{approval.run_id}: {approval.action_text} {verb}" + (f" ({reason.strip()})" if reason.strip() else "")
+
+
+def pending_approval(run: Run) -> Approval:
+    approval = Approval.objects.filter(run=run, state=ApprovalState.PENDING).first()
+    if approval is None:
+        raise RunRefused(f"run #{run.pk} has no action waiting for approval ({run.state_label})")
+    return approval
+
+
+# -- the sweeper: runs whose worker died -------------------------------------------------------
+
+def runs_sweep_lost(*, now=None) -> list[str]:
+    """Runs still 'running' whose heartbeat stopped: settle what was in flight, then queue
+    them again from their checkpoint (up to RYSH_WORKER_LOST_RETRIES times) or pause them
+    as `paused(worker lost)` for a person to continue."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.RYSH_WORKER_LOST_SECONDS)
+    said = []
+    live = [RunState.RUNNING, RunState.AWAITING_APPROVAL]
+    stale = Run.objects.filter(state__in=live).filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
+    for run in stale:
+        # running -> paused(worker lost) once: two sweepers cannot both take it
+        if Run.objects.filter(pk=run.pk, state=run.state, heartbeat_at=run.heartbeat_at).update(
+                state=RunState.PAUSED, pause_reason="worker lost", lost_count=run.lost_count + 1) != 1:
+            continue
+        for approval in Approval.objects.filter(run=run, state=ApprovalState.PENDING):
+            approvals.settle(approval, ApprovalState.CANCELLED, "the worker was lost while it waited")
+        run.refresh_from_db()
+        settled = settle_pending_steps(run)
+        if run.control == Control.STOP:
+            finish_run(run, "stopped by user")
+            said.append(f"run #{run.pk}: worker lost; it had been asked to stop, so it ended")
+            continue
+        events.record(run, "paused", f"paused(worker lost); {settled} call(s) in flight counted in full",
+                      reason="worker lost")
+        if run.lost_count <= settings.RYSH_WORKER_LOST_RETRIES:
+            if Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(
+                    state=RunState.QUEUED, pause_reason="", control="") == 1:
+                events.record(run, "continued", f"continued automatically after a lost worker "
+                              f"({run.lost_count}/{settings.RYSH_WORKER_LOST_RETRIES})")
+                _enqueue_on_commit(run.pk)
+                said.append(f"run #{run.pk}: worker lost; continued from its checkpoint")
+        else:
+            write_report(run)
+            said.append(f"run #{run.pk}: worker lost {run.lost_count} times; paused for a person")
+    return said

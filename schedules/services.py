@@ -1,0 +1,229 @@
+"""Schedules (SPEC §7): recipes' `schedule:` and hand-made ones, on django-q2's scheduler.
+
+- A recipe's `schedule:` keeps one schedule named `auto-<kind>-<name>` in step with the
+  catalogue after every sync; `off`/`none`, or a recipe that leaves the repository, removes it.
+- Hand-made ones (`auto <kind> schedule add NAME WHEN RECIPE [ARGS…] [--tz TZ]`) run a recipe
+  with arguments.
+- When: 5 cron fields, `@hourly`, `@daily`, `@weekly`, `@monthly` (cron, read in the
+  schedule's timezone) or `@every 30m` (a fixed interval, whole minutes).
+- No backfill: django-q2's catch_up is off, so a worker that was down fires a missed
+  schedule once, not once per missed tick.
+- Scheduled runs are headless.
+- Failures: a tick that cannot start its run (a broken recipe, a missing key, or the
+  previous run still active — that tick is skipped) is a failure, and so is a run that ends
+  with any cause but `done` or `fulfilled` (`stopped by user` counts neither way). After
+  RYSH_SCHEDULE_MAX_FAILURES (5) in a row the schedule is disabled until someone enables it.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+from datetime import datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django_q.models import Schedule
+
+from catalogue.models import Recipe
+
+from schedules.models import RecipeSchedule
+
+from runs import services
+from runs.models import Run, RunState
+from budgets.units import UnitError, parse_duration
+
+log = logging.getLogger(__name__)
+
+FUNC = "schedules.tasks.scheduled_run"  # queued by path: the entry point imports this module
+MACROS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *"}
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,80}\Z")
+SUCCESS = ("done", "fulfilled")
+NEUTRAL = ("stopped by user",)
+
+
+class ScheduleError(ValueError):
+    pass
+
+
+def recipe_schedule_name(kind: str, name: str) -> str:
+    return f"auto-{kind}-{name}"[:100]
+
+
+# -- when ---------------------------------------------------------------------------------------
+
+def parse_when(when: str) -> dict:
+    """Schedule fields for django-q2: a cron or a whole number of minutes."""
+    text = " ".join(str(when).split())
+    lowered = text.lower()
+    if lowered in MACROS:
+        return {"schedule_type": Schedule.CRON, "cron": MACROS[lowered], "minutes": None}
+    if lowered.startswith("@every"):
+        try:
+            seconds = parse_duration(text[len("@every"):].strip())
+        except UnitError as exc:
+            raise ScheduleError(f"@every needs a duration: {exc}") from None
+        minutes = max(1, math.ceil(seconds / 60))
+        if minutes > 32767:
+            raise ScheduleError("@every can be at most 32767m (about 22 days); use a cron for longer")
+        return {"schedule_type": Schedule.MINUTES, "cron": None, "minutes": minutes}
+    if len(text.split(" ")) == 5 and croniter.is_valid(text):
+        return {"schedule_type": Schedule.CRON, "cron": text, "minutes": None}
+    raise ScheduleError(f"{when!r} is not a schedule: expected 5 cron fields such as \"0 7 * * *\", "
+                        "@hourly, @daily, @weekly, @monthly or \"@every 30m\"")
+
+
+def zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name or settings.TIME_ZONE)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ScheduleError(f"unknown timezone {name!r} (an IANA name such as Europe/Berlin)") from None
+
+
+def next_tick(fields: dict, tz: str, after: datetime | None = None) -> datetime:
+    """The next tick strictly after `after` (now): never one in the past, so nothing backfills."""
+    after = after or timezone.now()
+    if fields["schedule_type"] == Schedule.MINUTES:
+        return after + timezone.timedelta(minutes=fields["minutes"])
+    return croniter(fields["cron"], after.astimezone(zone(tz))).get_next(datetime)
+
+
+# -- saving ----------------------------------------------------------------------------------------
+
+def schedule_save(*, name: str, origin: str, kind: str, recipe: str, args: list[str], when: str,
+                  tz: str = "") -> tuple[RecipeSchedule, bool]:
+    """Create or update a schedule; (the schedule, whether anything changed)."""
+    fields = parse_when(when)
+    zone(tz)
+    existing = RecipeSchedule.objects.filter(name=name).select_related("q").first()
+    if existing and (existing.when, existing.timezone, existing.kind, existing.recipe, existing.args) == \
+            (when, tz, kind, recipe, list(args)):
+        return existing, False
+    with transaction.atomic():
+        q = existing.q if existing else Schedule(name=name, func=FUNC)
+        q.args = repr((name,))
+        q.schedule_type, q.cron, q.minutes = fields["schedule_type"], fields["cron"], fields["minutes"]
+        q.repeats = -1 if (existing is None or existing.enabled) else 0
+        q.next_run = next_tick(fields, tz)
+        q.save()
+        # django-q2 recomputes a new cron schedule's next_run in its own zone; ours wins
+        Schedule.objects.filter(pk=q.pk).update(next_run=next_tick(fields, tz))
+        row = existing or RecipeSchedule(name=name, q=q, origin=origin)
+        row.kind, row.recipe, row.args, row.when, row.timezone = kind, recipe, list(args), when, tz
+        row.save()
+    return row, True
+
+
+def schedules_sync_recipes() -> list[str]:
+    """Keep `auto-<kind>-<name>` schedules in step with the catalogue's recipes."""
+    wanted = {}
+    for kind, name, spec in Recipe.objects.filter(archived=False, good__isnull=False).values_list(
+            "kind", "name", "good__spec"):
+        when = (spec or {}).get("schedule")
+        if when and when != "off":
+            wanted[recipe_schedule_name(kind, name)] = (kind, name, when)
+    said = []
+    for row in RecipeSchedule.objects.filter(origin=RecipeSchedule.RECIPE).select_related("q"):
+        if row.name not in wanted:
+            row.q.delete()  # cascades to the row
+            said.append(f"schedule {row.name} removed")
+    for name, (kind, recipe, when) in wanted.items():
+        try:
+            _, changed = schedule_save(name=name, origin=RecipeSchedule.RECIPE, kind=kind, recipe=recipe,
+                                       args=[], when=when)
+        except ScheduleError as exc:
+            log.warning("recipe %s/%s: %s", kind, recipe, exc)
+            continue
+        if changed:
+            said.append(f"schedule {name}: {when}")
+    return said
+
+
+def schedule_add(*, name: str, kind: str, recipe: str, args: list[str], when: str, tz: str = "") -> RecipeSchedule:
+    if not NAME_RE.match(name) or name.startswith("auto-"):
+        raise ScheduleError(f"{name!r}: a schedule name is lowercase letters, digits, '.', '_' or '-' "
+                            "and does not start with auto- (kept for recipes' own schedules)")
+    if RecipeSchedule.objects.filter(name=name).exists():
+        raise ScheduleError(f"a schedule named {name!r} already exists; remove it first")
+    row, _ = schedule_save(name=name, origin=RecipeSchedule.MANUAL, kind=kind, recipe=recipe, args=args,
+                           when=when, tz=tz)
+    return row
+
+
+def schedule_get(name: str) -> RecipeSchedule:
+    row = RecipeSchedule.objects.filter(name=name).select_related("q", "last_run").first()
+    if row is None:
+        raise ScheduleError(f"no schedule named {name!r}")
+    return row
+
+
+def schedule_remove(*, name: str) -> str:
+    row = schedule_get(name)
+    if row.origin == RecipeSchedule.RECIPE:
+        raise ScheduleError(f"{name} comes from the recipe's schedule: set `schedule: off` in "
+                            f"{row.kind}/{row.recipe} (or disable it here)")
+    row.q.delete()
+    return f"schedule {name} removed"
+
+
+def schedule_enable(*, name: str) -> str:
+    row = schedule_get(name)
+    fields = parse_when(row.when)
+    with transaction.atomic():
+        RecipeSchedule.objects.filter(pk=row.pk).update(enabled=True, failures=0, disabled_reason="")
+        # from the next tick on: what was missed while disabled is not run (no backfill)
+        Schedule.objects.filter(pk=row.q_id).update(repeats=-1, next_run=next_tick(fields, row.timezone))
+    return f"schedule {name} enabled; next run {timezone.localtime(next_tick(fields, row.timezone)):%Y-%m-%d %H:%M %Z}"
+
+
+def schedule_disable(*, name: str, reason: str = "disabled by hand") -> str:
+    row = schedule_get(name)
+    with transaction.atomic():
+        RecipeSchedule.objects.filter(pk=row.pk).update(enabled=False, disabled_reason=reason[:500])
+        Schedule.objects.filter(pk=row.q_id).update(repeats=0)  # django-q2 skips repeats=0
+    return f"schedule {name} disabled ({reason})"
+
+
+# -- ticks and outcomes ------------------------------------------------------------------------------
+
+def schedule_tick(name: str) -> str:
+    """What a schedule does when django-q2 fires it: start its run, headless."""
+    row = RecipeSchedule.objects.filter(name=name).select_related("q", "last_run").first()
+    if row is None or not row.enabled:
+        return f"schedule {name}: gone or disabled; nothing to do"
+    now = timezone.now()
+    if row.timezone and row.q.schedule_type == Schedule.CRON:
+        # django-q2 reads crons in its own zone; this schedule's zone sets the next tick
+        Schedule.objects.filter(pk=row.q_id).update(next_run=next_tick(parse_when(row.when), row.timezone, now))
+    RecipeSchedule.objects.filter(pk=row.pk).update(last_tick_at=now)
+    if row.last_run is not None and row.last_run.state != RunState.FINISHED and row.last_run.is_active:
+        return _failed(row, f"tick skipped: run #{row.last_run.pk} is still {row.last_run.state_label}")
+    try:
+        run = services.run_start(kind=row.kind, name_or_path=row.recipe, args=list(row.args), headless=True)
+    except services.RunRefused as exc:
+        return _failed(row, f"tick failed: {exc}")
+    RecipeSchedule.objects.filter(pk=row.pk).update(last_run=run, last_message=f"started run #{run.pk}")
+    return f"schedule {name}: started run #{run.pk}"
+
+
+def schedule_run_finished(run: Run) -> None:
+    """Called as a run ends: its schedule's run of failures grows or resets."""
+    for row in RecipeSchedule.objects.filter(last_run=run):
+        if run.cause in SUCCESS:
+            RecipeSchedule.objects.filter(pk=row.pk).update(failures=0, last_message=f"run #{run.pk}: {run.cause}")
+        elif run.cause not in NEUTRAL:
+            _failed(row, f"run #{run.pk} ended: {run.cause}")
+
+
+def _failed(row: RecipeSchedule, message: str) -> str:
+    row.refresh_from_db(fields=["failures"])
+    failures = row.failures + 1
+    RecipeSchedule.objects.filter(pk=row.pk).update(failures=failures, last_message=message[:500])
+    limit = settings.RYSH_SCHEDULE_MAX_FAILURES
+    if failures >= limit:
+        schedule_disable(name=row.name, reason=f"{failures} failures in a row; last: {message}")
+        return f"schedule {row.name}: {message}; disabled after {failures} failures in a row"
+    return f"schedule {row.name}: {message} ({failures}/{limit} failures in a row)"
