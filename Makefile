@@ -26,5 +26,7 @@ run: install
 	$(BIN)/honcho --no-colour -f Procfile start
 
 test: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 	$(BIN)/python scripts/scaleout_tests.py

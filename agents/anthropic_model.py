@@ -23,6 +23,7 @@ are dropped so the request never has more than the API's four.
 Messages are safe to show: status, error type and the API's own message, never the key
 (scrubbed if it ever appears) nor a request body.
 """
+
 from __future__ import annotations
 
 import copy
@@ -44,8 +45,10 @@ POLL_SECONDS = 0.05
 BACKOFF_CAP_SECONDS = 8.0
 RETRY_AFTER_CAP_SECONDS = 60.0
 CONNECT_TIMEOUT_SECONDS = 10.0
-MISSING_KEY = ("ANTHROPIC_API_KEY is not set; export it (and ANTHROPIC_BASE_URL for a proxy) "
-               "or use the scripted provider for offline runs")
+MISSING_KEY = (
+    "ANTHROPIC_API_KEY is not set; export it (and ANTHROPIC_BASE_URL for a proxy) "
+    "or use the scripted provider for offline runs"
+)
 # Status codes worth another attempt, and the error types that mean the same inside a stream
 # (where the HTTP status is already 200).
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504, 529}
@@ -56,8 +59,14 @@ CAUSES = {429: "rate limited", 529: "overloaded", 408: "request timeout"}
 class AnthropicModel:
     label = "anthropic"
 
-    def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
-                 max_retries: int = 4, backoff_seconds: float = 0.5) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 4,
+        backoff_seconds: float = 0.5,
+    ) -> None:
         self._api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
         self._base_url = base_url  # None: the SDK reads ANTHROPIC_BASE_URL
         self._max_retries = max_retries
@@ -76,8 +85,7 @@ class AnthropicModel:
                 return _to_reply(self._attempt(client, params, request))
             except _DeadlinePassed:
                 before = f" (before that: {last_cause})" if last_cause else ""
-                raise ModelError(f"Anthropic call {_gave_up(attempt)}: no reply before the "
-                                 f"deadline{before}") from None
+                raise ModelError(f"Anthropic call {_gave_up(attempt)}: no reply before the deadline{before}") from None
             except _Unreadable as err:
                 raise ModelError(f"Anthropic reply could not be read ({err})") from None
             except anthropic.APIError as err:
@@ -90,12 +98,10 @@ class AnthropicModel:
             raise ModelError(MISSING_KEY)
         if self._client is None:
             # An explicit key keeps the SDK from probing profiles and federation on disk.
-            self._client = anthropic.Anthropic(api_key=self._api_key, base_url=self._base_url,
-                                               max_retries=0)
+            self._client = anthropic.Anthropic(api_key=self._api_key, base_url=self._base_url, max_retries=0)
         return self._client
 
-    def _attempt(self, client: anthropic.Anthropic, params: dict[str, Any],
-                 request: ModelRequest) -> Any:
+    def _attempt(self, client: anthropic.Anthropic, params: dict[str, Any], request: ModelRequest) -> Any:
         if request.cancelled():
             raise ModelCancelled("the model call was cancelled")
         remaining = request.deadline - time.monotonic()
@@ -129,8 +135,13 @@ class AnthropicModel:
             wait *= 1 - 0.25 * random.random()
         if attempt > self._max_retries or time.monotonic() + wait >= request.deadline:
             raise ModelError(f"Anthropic call {_gave_up(attempt)}: {cause}") from None
-        log.warning("anthropic: %s; retrying in %.1fs (attempt %d of at most %d)",
-                    cause, wait, attempt + 1, self._max_retries + 1)
+        log.warning(
+            "anthropic: %s; retrying in %.1fs (attempt %d of at most %d)",
+            cause,
+            wait,
+            attempt + 1,
+            self._max_retries + 1,
+        )
         _sleep(wait, request)
         return cause
 
@@ -149,8 +160,7 @@ class _DeadlinePassed(Exception):
 class _StreamCall:
     """One streamed request in a worker thread, abandonable from the caller's thread."""
 
-    def __init__(self, client: anthropic.Anthropic, params: dict[str, Any],
-                 timeout: httpx2.Timeout) -> None:
+    def __init__(self, client: anthropic.Anthropic, params: dict[str, Any], timeout: httpx2.Timeout) -> None:
         self._client, self._params, self._timeout = client, params, timeout
         self.done = threading.Event()
         self._abandoned = threading.Event()

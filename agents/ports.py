@@ -3,10 +3,12 @@
 Conversations are kept in the Messages API's JSON shape (role + content blocks), so a
 checkpoint is plain JSON and any Messages-compatible provider can replay it.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,10 @@
 A profile is a Chromium user-data folder under RYSH_PROFILES_DIR (mode 0700) holding a
 login's cookies; only its name, size and last use ever leave the data directory.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.conf import settings
 
@@ -19,7 +20,7 @@ class ProfileRefused(Exception):
 def profiles_list() -> list[dict]:
     rows = list_profiles(settings.RYSH_PROFILES_DIR)
     for row in rows:
-        row["used"] = datetime.fromtimestamp(row["used_at"], tz=dt_timezone.utc)
+        row["used"] = datetime.fromtimestamp(row["used_at"], tz=UTC)
     return rows
 
 

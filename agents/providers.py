@@ -3,6 +3,7 @@
 The scripted model is a separate provider, chosen explicitly (or, with no API key, for a
 recipe that ships a script); the product never fakes a Claude reply.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,14 +37,19 @@ def choose_provider(requested: str | None, *, target: str, script: Path | None) 
     has_key = bool(os.environ.get("ANTHROPIC_API_KEY"))
     if requested == "scripted" or (requested == "auto" and not has_key and script):
         if script is None:
-            raise ProviderError(f"{target} has no script for the offline scripted model "
-                                "(a <name>.script.yaml beside the recipe)")
+            raise ProviderError(
+                f"{target} has no script for the offline scripted model (a <name>.script.yaml beside the recipe)"
+            )
         return "scripted"
     if not has_key:
         raise ProviderError(
             "ANTHROPIC_API_KEY is not set: set it to run on Claude"
-            + (", or run offline with --provider scripted" if script else
-               "; offline, only recipes that ship a <name>.script.yaml can run (on the scripted model)"))
+            + (
+                ", or run offline with --provider scripted"
+                if script
+                else "; offline, only recipes that ship a <name>.script.yaml can run (on the scripted model)"
+            )
+        )
     return "anthropic"
 
 
@@ -55,8 +61,10 @@ def preflight_anthropic(timeout: float = 3.0) -> None:
     try:
         socket.create_connection((parsed.hostname, port), timeout=timeout).close()
     except OSError as exc:
-        raise ProviderError(f"cannot reach the Anthropic API at {parsed.scheme}://{parsed.hostname}:"
-                            f"{port} ({exc.strerror or exc}); check the network or ANTHROPIC_BASE_URL") from None
+        raise ProviderError(
+            f"cannot reach the Anthropic API at {parsed.scheme}://{parsed.hostname}:"
+            f"{port} ({exc.strerror or exc}); check the network or ANTHROPIC_BASE_URL"
+        ) from None
 
 
 def model_for(run) -> ModelPort:

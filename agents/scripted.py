@@ -24,6 +24,7 @@ are ceil(JSON bytes of the reply content / 4), at least 1; a reply longer than m
 is cut like a real one (text cut to max_tokens*4 bytes, tool calls dropped, stop_reason
 "max_tokens", output = max_tokens).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -75,7 +76,7 @@ class ScriptedModel:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "ScriptedModel":
+    def from_file(cls, path: str | Path) -> ScriptedModel:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -108,7 +109,7 @@ class ScriptedModel:
             return [{"type": "text", "text": scripted.judge}], "end_turn"
         if request.purpose not in LEGS:
             raise ModelError(f"{self.source}: no turns for purpose {request.purpose!r}")
-        index = sum(1 for m in request.messages[request.leg_start:] if m.get("role") == "assistant")
+        index = sum(1 for m in request.messages[request.leg_start :] if m.get("role") == "assistant")
         turn = _pick(scripted.turns(request.purpose), index, scripted.repeat_last)
         return _blocks(turn, f"toolu_scripted_{request.pass_number}_{LEGS[request.purpose]}_{index}")
 
@@ -132,8 +133,9 @@ class ScriptedModel:
             read = _common_prefix(prefix, self._last_prefix) // 4
             self._last_prefix = prefix
         write = len(prefix) // 4 - read
-        return Usage(input_tokens=total - read - write, cache_write_tokens=write,
-                     cache_read_tokens=read, output_tokens=output)
+        return Usage(
+            input_tokens=total - read - write, cache_write_tokens=write, cache_read_tokens=read, output_tokens=output
+        )
 
 
 def _pick(turns: tuple[Turn, ...], index: int, repeat_last: bool) -> Turn:
@@ -147,8 +149,9 @@ def _pick(turns: tuple[Turn, ...], index: int, repeat_last: bool) -> Turn:
 def _blocks(turn: Turn, id_prefix: str) -> tuple[list[dict[str, Any]], str]:
     content: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
     for k, (name, arguments) in enumerate(turn.tool_calls):
-        content.append({"type": "tool_use", "id": f"{id_prefix}_{k}", "name": name,
-                        "input": json.loads(json.dumps(arguments))})  # a copy the caller may keep
+        content.append(
+            {"type": "tool_use", "id": f"{id_prefix}_{k}", "name": name, "input": json.loads(json.dumps(arguments))}
+        )  # a copy the caller may keep
     return content, ("tool_use" if turn.tool_calls else "end_turn")
 
 
@@ -216,8 +219,12 @@ class _Parser:
         judge = spec.get("judge")
         if judge is not None and not isinstance(judge, str):
             raise self.fail(f"{where}.judge", "must be a string (YES or NO, then a reason)")
-        return ScriptedPass(self.turns(spec.get("task"), f"{where}.task"),
-                            self.turns(spec.get("wrap-up"), f"{where}.wrap-up"), repeat_last, judge)
+        return ScriptedPass(
+            self.turns(spec.get("task"), f"{where}.task"),
+            self.turns(spec.get("wrap-up"), f"{where}.wrap-up"),
+            repeat_last,
+            judge,
+        )
 
     def turns(self, spec: Any, where: str) -> tuple[Turn, ...]:
         if spec is None:

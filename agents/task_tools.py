@@ -3,6 +3,7 @@
 Every failure goes back to the model as a tool error (ToolResult.is_error), never as an
 exception: a bad filename or a dead URL must not crash a pass.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,27 +14,42 @@ from pathlib import Path
 from typing import Any
 
 from agents.ports import ToolResult
+from rysh_site.paths import UnsafePath, safe_child
 
 READ_CAP = 64 * 1024
 HTTP_CAP = 64 * 1024
 HTTP_TIMEOUT = 20
 
 RESULT_TOOLS = [
-    {"name": "save_result", "description": "Save a results file (UTF-8 text) in the results folder, "
-     "replacing any file of that name. Save early and often: saved files survive any stop.",
-     "input_schema": {"type": "object", "properties": {
-         "filename": {"type": "string", "description": "e.g. shortlist.md or notes/day1.md"},
-         "content": {"type": "string"}}, "required": ["filename", "content"]}},
-    {"name": "list_results", "description": "List the files in the results folder, newest first.",
-     "input_schema": {"type": "object", "properties": {}}},
-    {"name": "read_result", "description": "Read a file from the results folder.",
-     "input_schema": {"type": "object", "properties": {"filename": {"type": "string"}},
-                      "required": ["filename"]}},
+    {
+        "name": "save_result",
+        "description": "Save a results file (UTF-8 text) in the results folder, "
+        "replacing any file of that name. Save early and often: saved files survive any stop.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "filename": {"type": "string", "description": "e.g. shortlist.md or notes/day1.md"},
+                "content": {"type": "string"},
+            },
+            "required": ["filename", "content"],
+        },
+    },
+    {
+        "name": "list_results",
+        "description": "List the files in the results folder, newest first.",
+        "input_schema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "read_result",
+        "description": "Read a file from the results folder.",
+        "input_schema": {"type": "object", "properties": {"filename": {"type": "string"}}, "required": ["filename"]},
+    },
 ]
-HTTP_TOOL = {"name": "http_get", "description": "Fetch a URL with HTTP GET and return its text "
-             f"(first {HTTP_CAP // 1024} KB).",
-             "input_schema": {"type": "object", "properties": {"url": {"type": "string"}},
-                              "required": ["url"]}}
+HTTP_TOOL = {
+    "name": "http_get",
+    "description": f"Fetch a URL with HTTP GET and return its text (first {HTTP_CAP // 1024} KB).",
+    "input_schema": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
+}
 
 
 class ToolRefused(Exception):
@@ -60,18 +76,19 @@ class ResultsTools:
         except (ToolRefused, OSError) as exc:
             return ToolResult(f"{name}: {exc}", is_error=True)
 
-    def _path(self, filename: object) -> Path:
+    def path_of(self, filename: object) -> Path:
+        """Where a result named by the model lives, refused (ToolRefused) outside the folder."""
         if not isinstance(filename, str) or not filename.strip():
             raise ToolRefused("filename must be a non-empty text")
-        target = (self.root / filename).resolve()
-        if target == self.root or self.root not in target.parents:
-            raise ToolRefused(f"{filename!r} is outside the results folder")
-        return target
+        try:
+            return safe_child(self.root, filename, folder="the results folder")
+        except UnsafePath as exc:
+            raise ToolRefused(str(exc)) from None
 
     def _save_result(self, filename: str, content: str) -> ToolResult:
         if not isinstance(content, str):
             raise ToolRefused("content must be text")
-        target = self._path(filename)
+        target = self.path_of(filename)
         target.parent.mkdir(parents=True, exist_ok=True)
         # Write then rename: a worker killed mid-write never leaves a torn result.
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".saving-")
@@ -82,13 +99,20 @@ class ResultsTools:
         return ToolResult(f"saved {rel} ({len(content.encode())} bytes)", files=[rel])
 
     def _list_results(self) -> ToolResult:
-        files = sorted((p for p in self.root.rglob("*") if p.is_file() and not p.name.startswith(".")),
-                       key=lambda p: p.stat().st_mtime_ns, reverse=True) if self.root.is_dir() else []
+        files = (
+            sorted(
+                (p for p in self.root.rglob("*") if p.is_file() and not p.name.startswith(".")),
+                key=lambda p: p.stat().st_mtime_ns,
+                reverse=True,
+            )
+            if self.root.is_dir()
+            else []
+        )
         lines = [f"{p.relative_to(self.root)}  {p.stat().st_size} bytes" for p in files]
         return ToolResult("\n".join(lines) or "(no results yet)")
 
     def _read_result(self, filename: str) -> ToolResult:
-        target = self._path(filename)
+        target = self.path_of(filename)
         if not target.is_file():
             raise ToolRefused(f"no such file {filename!r}")
         with target.open("rb") as handle:

@@ -2,10 +2,12 @@
 
 Nothing inside a profile (cookies, storage) is ever read or served here.
 """
+
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -14,15 +16,18 @@ from rysh_site.roles import require, user_can
 
 
 @login_required
-def profile_list(request):
+def profile_list(request: HttpRequest) -> HttpResponse:
     require(request.user, "view")
-    return render(request, "agents/profiles.html", {
-        "profiles": profiles.profiles_list(), "can_operate": user_can(request.user, "operate")})
+    return render(
+        request,
+        "agents/profiles.html",
+        {"profiles": profiles.profiles_list(), "can_operate": user_can(request.user, "operate")},
+    )
 
 
 @login_required
 @require_POST
-def profile_delete(request, name: str):
+def profile_delete(request: HttpRequest, name: str) -> HttpResponse:
     require(request.user, "operate")
     try:
         messages.success(request, profiles.profile_delete(name=name, user=request.user))

@@ -1,6 +1,6 @@
 """Benchmark the do/while engine: `python -m bench.engine [--quick] [--seed N] [--profile]`.
 
-Three measurements, side by side in one run, printed as ratios (nothing is asserted on time):
+Four measurements, side by side in one run, printed as ratios (nothing is asserted on time):
 
 (a) overhead per step: one N-step tool-use conversation (N `list_results` calls, then a
     final text) against FakeAnthropic (a real HTTP Messages server on loopback), driven by
@@ -19,17 +19,25 @@ Three measurements, side by side in one run, printed as ratios (nothing is asser
 (c) token overshoot: 1,000 random jobs (seeded) on FakeModel(adversarial=True), which spends
     the most any call could; tokens counted past any leg allotment, the judge's bound, the
     job's outer total or its worst case are summed into overshoot_tokens (expected 0).
+(d) what a step writes: one pass of 300 steps whose tool returns 20 KB every step (a stub
+    model in process). stmts_per_step = SQL statements from the first call to the last, per
+    step (BEGIN and COMMIT included); bytes_growth = bytes step 300 writes / bytes step 10
+    writes, counting the parameters of INSERT and UPDATE statements (1.0: flat; a step
+    that saves the whole conversation again grows with it).
 
 Throwaway environment: a temp RYSH_DATA_DIR (fresh SQLite in WAL mode, migrated here),
 temp recipes and results folders; with DATABASE_URL set to PostgreSQL, a throwaway database
 on that server instead. REDIS_URL is ignored: the cluster uses the ORM broker on that
 database, so nothing is pushed to a shared Redis. All of it is removed at the end.
-The last line is machine-readable:
+The last line (one line) is machine-readable:
 overshoot_tokens=<n> jobs=<n> overhead_ratio=<x> concurrency_efficiency=<x> peak_mb_per_run=<x>
+stmts_per_step=<x> bytes_growth=<x>
 """
+
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
@@ -39,7 +47,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 import uuid
@@ -70,7 +77,7 @@ loop:
 ---
 Take notes on {{output_dir}}: save them, then check the folder.
 """
-STUB_SCRIPT = "passes:\n  - task:\n      - text: Done.\n    judge: \"YES\\nok\"\n"
+STUB_SCRIPT = 'passes:\n  - task:\n      - text: Done.\n    judge: "YES\\nok"\n'
 
 
 # ---------------------------------------------------------------- environment
@@ -103,13 +110,15 @@ def set_up() -> Environment:
     work = Path(tempfile.mkdtemp(prefix="rysh-bench-engine-"))
     env = Environment(work=work, recipes=work / "repo/.rysh/automations/tasks")
     env.recipes.mkdir(parents=True)
-    os.environ.update({
-        "RYSH_DATA_DIR": str(work / "data"),
-        "RYSH_RECIPES_REPO": str(work / "repo"),
-        "RYSH_RESULTS_DIR": str(work / "results"),
-        "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
-        "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
-    })
+    os.environ.update(
+        {
+            "RYSH_DATA_DIR": str(work / "data"),
+            "RYSH_RECIPES_REPO": str(work / "repo"),
+            "RYSH_RESULTS_DIR": str(work / "results"),
+            "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
+            "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
+        }
+    )
     os.environ.pop("REDIS_URL", None)  # the ORM broker, on the throwaway database
     url = os.environ.get("DATABASE_URL")
     if url and urlparse(url).scheme.startswith("postgres"):
@@ -179,8 +188,10 @@ def responder_for(steps: int):
     def respond(body: dict) -> dict:
         done = sum(1 for m in body["messages"] if m["role"] == "assistant")
         if done < steps:
-            return {"text": f"Looking at the results folder ({done + 1}/{steps}).",
-                    "tool_calls": [{"name": "list_results", "input": {}}]}
+            return {
+                "text": f"Looking at the results folder ({done + 1}/{steps}).",
+                "tool_calls": [{"name": "list_results", "input": {}}],
+            }
         return {"text": "Done: the folder was listed and nothing changed."}
 
     return respond
@@ -190,8 +201,8 @@ class Conversation:
     """What every driver of (a) sends: the engine's own system prompt, tools and first message."""
 
     def __init__(self, env: Environment):
-        from runs.arming import arm, first_message, system_prompt
         from agents.task_tools import TaskTools
+        from runs.arming import arm, first_message, system_prompt
 
         self.path = write_recipe(env, "overhead", OVERHEAD_RECIPE)
         run = start_run(self.path)  # only to resolve what the engine will send; never executed
@@ -213,8 +224,14 @@ class Conversation:
         content = []
         for call in tool_calls:
             outcome = self.tools_port.call(call["name"], call.get("input") or {})
-            content.append({"type": "tool_result", "tool_use_id": call["id"], "content": outcome.content,
-                            "is_error": outcome.is_error})
+            content.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": call["id"],
+                    "content": outcome.content,
+                    "is_error": outcome.is_error,
+                }
+            )
         return {"role": "user", "content": content}
 
 
@@ -226,8 +243,9 @@ def drive_bare(conv: Conversation, base_url: str) -> tuple[float, int]:
     messages, calls = conv.messages(), 0
     started = time.perf_counter()
     while True:
-        message = client.messages.create(model=conv.model, max_tokens=MAX_TOKENS, system=conv.system,
-                                         tools=conv.tools, messages=messages)
+        message = client.messages.create(
+            model=conv.model, max_tokens=MAX_TOKENS, system=conv.system, tools=conv.tools, messages=messages
+        )
         calls += 1
         content = [block.to_dict() for block in message.content]
         messages.append({"role": "assistant", "content": content})
@@ -249,9 +267,16 @@ def drive_provider(conv: Conversation, base_url: str) -> tuple[float, int]:
     messages, calls = conv.messages(), 0
     started = time.perf_counter()
     while True:
-        reply = model.complete(ModelRequest(model=conv.model, system=conv.system, messages=messages,
-                                            tools=conv.tools, max_tokens=MAX_TOKENS,
-                                            deadline=time.monotonic() + 600))
+        reply = model.complete(
+            ModelRequest(
+                model=conv.model,
+                system=conv.system,
+                messages=messages,
+                tools=conv.tools,
+                max_tokens=MAX_TOKENS,
+                deadline=time.monotonic() + 600,
+            )
+        )
         calls += 1
         messages.append({"role": "assistant", "content": reply.content})
         if not reply.tool_calls:
@@ -270,16 +295,18 @@ def prepare_engine_run(conv: Conversation):
     from runs.models import Run
 
     run = start_run(conv.path)
-    Run.objects.filter(pk=run.pk).update(provider="anthropic", executor_model=settings.RYSH_EXECUTOR_MODEL,
-                                         judge_model=settings.RYSH_JUDGE_MODEL)
+    Run.objects.filter(pk=run.pk).update(
+        provider="anthropic", executor_model=settings.RYSH_EXECUTOR_MODEL, judge_model=settings.RYSH_JUDGE_MODEL
+    )
     return run
 
 
-def drive_engine(conv: Conversation, base_url: str, *, queries: list | None = None,
-                 profile: bool = False) -> tuple[float, int]:
-    from runs import engine, worker
+def drive_engine(
+    conv: Conversation, base_url: str, *, queries: list | None = None, profile: bool = False
+) -> tuple[float, int]:
     from agents.anthropic_model import AnthropicModel
-    from runs.models import Run, Step
+    from runs import worker
+    from runs.models import Step
     from runs.wiring import arm_run
 
     run = prepare_engine_run(conv)
@@ -358,25 +385,34 @@ def bench_overhead(env: Environment, steps: int, repeats: int, profile: bool) ->
         fixed = engine_fixed_cost(conv, fake.base_url, fake)
         if profile:
             drive_engine(conv, fake.base_url, profile=True)
-    return Overhead(steps=steps, repeats=repeats,
-                    ms_per_call={k: statistics.median(v) for k, v in samples.items()},
-                    spread={k: (min(v), max(v)) for k, v in samples.items()},
-                    queries_per_call=len(queries) / (steps + 1), engine_fixed_ms=fixed,
-                    nagle_bare_ms=nagle_ms)
+    return Overhead(
+        steps=steps,
+        repeats=repeats,
+        ms_per_call={k: statistics.median(v) for k, v in samples.items()},
+        spread={k: (min(v), max(v)) for k, v in samples.items()},
+        queries_per_call=len(queries) / (steps + 1),
+        engine_fixed_ms=fixed,
+        nagle_bare_ms=nagle_ms,
+    )
 
 
 # ---------------------------------------------------------------- (b) concurrent runs
 
 
 def parallel_script(tool_steps: int, latency: float) -> str:
-    turns = ["      - text: Saving the notes.\n"
-             "        tool_calls:\n"
-             "          - name: save_result\n"
-             "            input: {filename: notes.md, content: \"first notes\"}\n"]
-    turns += [f"      - text: Checking the folder ({n + 2}/{tool_steps}).\n"
-              "        tool_calls: [{name: list_results, input: {}}]\n" for n in range(tool_steps - 1)]
+    turns = [
+        "      - text: Saving the notes.\n"
+        "        tool_calls:\n"
+        "          - name: save_result\n"
+        '            input: {filename: notes.md, content: "first notes"}\n'
+    ]
+    turns += [
+        f"      - text: Checking the folder ({n + 2}/{tool_steps}).\n"
+        "        tool_calls: [{name: list_results, input: {}}]\n"
+        for n in range(tool_steps - 1)
+    ]
     turns.append("      - text: Done.\n")
-    return f"latency_seconds: {latency:g}\npasses:\n  - task:\n" + "".join(turns) + "    judge: \"YES\\nfine\"\n"
+    return f"latency_seconds: {latency:g}\npasses:\n  - task:\n" + "".join(turns) + '    judge: "YES\\nfine"\n'
 
 
 def group_members(pgid: int) -> list[int]:
@@ -388,7 +424,7 @@ def group_members(pgid: int) -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
         if int(fields[2]) == pgid:  # state ppid pgrp ...
             pids.append(int(entry))
     return pids
@@ -493,8 +529,14 @@ class QCluster:
         environ = dict(os.environ, RYSH_WORKERS=str(workers), LOG_LEVEL="INFO", PYTHONUNBUFFERED="1")
         environ.pop("ANTHROPIC_API_KEY", None)
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=environ,
-                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "manage.py", "qcluster"],
+            cwd=ROOT,
+            env=environ,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def worker_pids(self) -> list[int]:
         text = self.log_path.read_text(errors="replace")
@@ -508,8 +550,9 @@ class QCluster:
             if len(self.worker_pids()) >= workers:
                 return time.monotonic() - started
             time.sleep(0.2)
-        raise RuntimeError(f"qcluster: {len(self.worker_pids())}/{workers} workers ready after "
-                           f"{timeout:.0f}s:\n{self.tail()}")
+        raise RuntimeError(
+            f"qcluster: {len(self.worker_pids())}/{workers} workers ready after {timeout:.0f}s:\n{self.tail()}"
+        )
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -577,16 +620,159 @@ def bench_concurrency(env: Environment, runs: int, tool_steps: int, latency: flo
         assert calls == runs * (tool_steps + 1), calls
         t0 = marks["t0"]
         stats = finished.aggregate(end=Max("ended_at"), last_start=Max("started_at"))
-        run_walls = sorted((end - start).total_seconds()
-                           for start, end in finished.values_list("started_at", "ended_at"))
+        run_walls = sorted(
+            (end - start).total_seconds() for start, end in finished.values_list("started_at", "ended_at")
+        )
         return Concurrency(
-            runs=runs, calls_per_run=tool_steps + 1, latency=latency,
-            wall=(stats["end"] - t0).total_seconds(), last_start=(stats["last_start"] - t0).total_seconds(),
+            runs=runs,
+            calls_per_run=tool_steps + 1,
+            latency=latency,
+            wall=(stats["end"] - t0).total_seconds(),
+            last_start=(stats["last_start"] - t0).total_seconds(),
             run_walls=run_walls,
-            workers=runs, processes=len(sampler.peak.rss), idle=idle, peak=sampler.peak,
-            peak_pss_kb=sampler.peak_pss, worker_pids=cluster.worker_pids(), startup=startup)
+            workers=runs,
+            processes=len(sampler.peak.rss),
+            idle=idle,
+            peak=sampler.peak,
+            peak_pss_kb=sampler.peak_pss,
+            worker_pids=cluster.worker_pids(),
+            startup=startup,
+        )
     finally:
         cluster.stop()
+
+
+# ---------------------------------------------------------------- (d) what a step writes
+
+
+STORAGE_RECIPE = """\
+---
+loop:
+  do:
+    max_iterations: 400
+    interval: 500
+    max_duration: 1h
+    budget:
+      size: 1s
+---
+Read the page again and again, then reply with a one-line summary.
+"""
+TOOL_RESULT_BYTES = 20_000
+STORAGE_STEPS = 300  # bytes_growth compares the bytes step 300 writes with step 10's
+
+
+class TwentyKilobytePages:
+    """A tools port whose one tool returns 20 KB of text every call."""
+
+    def specs(self) -> list[dict]:
+        return [
+            {
+                "name": "read_page",
+                "description": "Read the page.",
+                "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            }
+        ]
+
+    def call(self, name: str, arguments: dict):
+        from agents.ports import ToolResult
+
+        line = f"page {arguments.get('n')}: " + "lorem ipsum dolor sit amet " * 4 + "\n"
+        return ToolResult(content=(line * (TOOL_RESULT_BYTES // len(line) + 1))[:TOOL_RESULT_BYTES])
+
+
+class CountingModel:
+    """Asks for read_page (a new `n` each time, so loop detection stays out of it) for `steps`
+    calls, then answers. Its usage is small and fixed: what is measured is the engine's writes."""
+
+    label = "bench (storage)"
+
+    def __init__(self, steps: int, on_call):
+        self.steps, self.on_call, self.calls = steps, on_call, 0
+
+    def complete(self, request):
+        from agents.ports import ModelReply, Usage
+
+        self.calls += 1
+        self.on_call(self.calls)
+        usage = Usage(input_tokens=100, output_tokens=20)
+        if self.calls > self.steps:
+            return ModelReply(content=[{"type": "text", "text": "Done."}], stop_reason="end_turn", usage=usage)
+        call = {"type": "tool_use", "id": f"toolu_{self.calls}", "name": "read_page", "input": {"n": self.calls}}
+        return ModelReply(
+            content=[{"type": "text", "text": f"Reading ({self.calls})."}, call], stop_reason="tool_use", usage=usage
+        )
+
+
+@dataclass
+class Storage:
+    steps: int
+    statements: int  # from the first model call to the one after the last measured step
+    written: dict[int, int]  # step -> bytes of the parameters of its INSERT and UPDATE statements
+    seconds: float
+
+    @property
+    def stmts_per_step(self) -> float:
+        return self.statements / self.steps
+
+    @property
+    def growth(self) -> float:
+        return self.written[self.steps] / self.written[10]
+
+
+def parameter_bytes(params, many: bool) -> int:
+    """Bytes of a statement's parameters: text as UTF-8, numbers and dates 8 each. psycopg wraps
+    JSON in a Jsonb, and a bulk insert on PostgreSQL sends an array per column."""
+    if many:
+        return sum(parameter_bytes(row, False) for row in params or [])
+    values = params.values() if isinstance(params, dict) else params or []
+    total = 0
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            total += parameter_bytes(value, False)
+            continue
+        value = json.dumps(value.obj) if hasattr(value, "obj") else value
+        if isinstance(value, str):
+            total += len(value.encode())
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            total += len(value)
+        elif value is not None:
+            total += 8
+    return total
+
+
+def bench_storage(env: Environment, steps: int) -> Storage:
+    """One pass of `steps` tool steps (plus a final answer), each tool result 20 KB: the bytes
+    each step writes (parameters of its INSERT/UPDATE statements) and its SQL statements."""
+    from collections import Counter
+
+    from django.db import connection
+
+    from runs import worker
+    from runs.wiring import arm_run
+
+    written: Counter = Counter()
+    marks: dict[int, int] = {}  # model call -> SQL statements issued before it
+    model = CountingModel(steps, on_call=lambda n: marks.setdefault(n, len(connection.queries_log)))
+
+    def measure(execute, sql, params, many, context):
+        if sql.lstrip()[:6].upper() in ("INSERT", "UPDATE"):
+            written[model.calls] += parameter_bytes(params, many)  # call k's step until call k+1
+        return execute(sql, params, many, context)
+
+    run = start_run(write_recipe(env, "storage", STORAGE_RECIPE))
+    started = time.perf_counter()
+    logged, connection.force_debug_cursor = connection.force_debug_cursor, True  # COMMITs too
+    try:
+        connection.queries_log.clear()
+        with connection.execute_wrapper(measure):
+            worker.execute(run.pk, lambda r: arm_run(r, model=model, tools=TwentyKilobytePages()))
+    finally:
+        connection.force_debug_cursor = logged
+    seconds = time.perf_counter() - started
+    assert marks[steps + 1] < connection.queries_log.maxlen, "the query log overflowed"
+    run.refresh_from_db()
+    assert run.cause == "done" and model.calls == steps + 1, (run.cause, model.calls)
+    return Storage(steps=steps, statements=marks[steps + 1] - marks[1], written=dict(written), seconds=seconds)
 
 
 # ---------------------------------------------------------------- (c) token overshoot
@@ -601,14 +787,22 @@ def random_job(rng: random.Random) -> tuple[str, list[str], int]:
     Returns the recipe, the task leg's tool calls (repeated until a ceiling stops the leg)
     and how many tool turns the wrap-up takes before it lands (0: it never lands by itself).
     """
-    lines = ["---", "loop:", "  do:", f"    max_iterations: {rng.randint(1, 8)}",
-             "    budget:", f"      size: {rng.randint(4, 60)}p"]
+    lines = [
+        "---",
+        "loop:",
+        "  do:",
+        f"    max_iterations: {rng.randint(1, 8)}",
+        "    budget:",
+        f"      size: {rng.randint(4, 60)}p",
+    ]
     if rng.random() < 0.5:
-        lines += ["      watch:", f"        takeover_when: {rng.randint(10, 99)}",
-                  "        takeover_prompt: Land it now."]
+        lines += [
+            "      watch:",
+            f"        takeover_when: {rng.randint(10, 99)}",
+            "        takeover_prompt: Land it now.",
+        ]
     if rng.random() < 0.5:
-        lines += ["  while:", f"    max_iterations: {rng.randint(1, 3)}", "    prompts:",
-                  "      until: Five entries."]
+        lines += ["  while:", f"    max_iterations: {rng.randint(1, 3)}", "    prompts:", "      until: Five entries."]
         if rng.random() < 0.6:
             lines.append(f"    budget: {rng.randint(4, 150)}p")
     lines += ["---", "Work on the list."]
@@ -639,10 +833,9 @@ class Overshoot:
 def bench_overshoot(env: Environment, jobs: int, seed: int) -> Overshoot:
     from django.db.models import Count, Sum
 
-    from runs import engine, worker
-    from runs.models import Pass, Step
+    from runs import worker
+    from runs.models import LedgerEntry, Pass, Step
     from runs.wiring import arm_run
-    from runs.models import LedgerEntry
     from tests.fake_model import FakeModel, tool
 
     rng = random.Random(seed)
@@ -650,14 +843,17 @@ def bench_overshoot(env: Environment, jobs: int, seed: int) -> Overshoot:
     started = time.perf_counter()
     for n in range(jobs):
         text, tools, wrap_turns = random_job(rng)
-        calls = [tool("save_result", filename="r.md", content="x" * 300) if t == "save" else tool(t)
-                 for t in tools]
+        calls = [tool("save_result", filename="r.md", content="x" * 300) if t == "save" else tool(t) for t in tools]
         landing = {"text": "landing", "tools": [tool("list_results")]}
         wrap_up = [landing] * max(wrap_turns, 1) + ([{"text": "Landed."}] if wrap_turns else [])
-        model = FakeModel(task=[{"text": "working " * 30, "tools": calls}] if calls else [{"text": "Done."}],
-                          wrap_up=wrap_up, judge=["NO\nnot yet"] * 5, adversarial=True)
+        model = FakeModel(
+            task=[{"text": "working " * 30, "tools": calls}] if calls else [{"text": "Done."}],
+            wrap_up=wrap_up,
+            judge=["NO\nnot yet"] * 5,
+            adversarial=True,
+        )
         run = start_run(write_recipe(env, f"ceiling-{n:04d}", text))
-        worker.execute(run.pk, lambda r: arm_run(r, model=model))
+        worker.execute(run.pk, lambda r, model=model: arm_run(r, model=model))
         run.refresh_from_db()
         plan = run.plan
         out.causes[run.cause.split(":")[0]] = out.causes.get(run.cause.split(":")[0], 0) + 1
@@ -671,11 +867,16 @@ def bench_overshoot(env: Environment, jobs: int, seed: int) -> Overshoot:
         if plan["outer_tokens"]:
             out.overshoot_tokens += max(0, run.tokens_counted - plan["outer_tokens"])
         out.overshoot_tokens += max(0, run.tokens_counted - plan["worst_tokens"])
-        caps = {"task": plan["split"]["task"]["tokens"],
-                "wrap-up": (plan["split"]["takeover"] or {}).get("tokens", 0),
-                "judging": plan["judge_tokens"]}
-        legs = Step.objects.filter(run_pass__run=run).values("run_pass__number", "leg") \
+        caps = {
+            "task": plan["split"]["task"]["tokens"],
+            "wrap-up": (plan["split"]["takeover"] or {}).get("tokens", 0),
+            "judging": plan["judge_tokens"],
+        }
+        legs = (
+            Step.objects.filter(run_pass__run=run)
+            .values("run_pass__number", "leg")
             .annotate(tokens=Sum("counted_tokens"), n=Count("id"))
+        )
         spent = {(row["run_pass__number"], row["leg"]): row for row in legs}
         for row in legs:
             out.overshoot_tokens += max(0, row["tokens"] - caps[row["leg"]])
@@ -696,7 +897,7 @@ def bench_overshoot(env: Environment, jobs: int, seed: int) -> Overshoot:
 # ---------------------------------------------------------------- report
 
 
-def report(a: Overhead, b: Concurrency, c: Overshoot, total_seconds: float) -> list[str]:
+def report(a: Overhead, b: Concurrency, c: Overshoot, d: Storage, total_seconds: float) -> list[str]:
     mib = lambda kb: kb / 1024  # noqa: E731
     extra = a.ms_per_call["engine"] - a.ms_per_call["bare"]
     provider_extra = a.ms_per_call["provider"] - a.ms_per_call["bare"]
@@ -709,9 +910,11 @@ def report(a: Overhead, b: Concurrency, c: Overshoot, total_seconds: float) -> l
         f"FakeAnthropic on loopback; median of {a.repeats}",
         f"    {'driver':<46}{'ms/step':>9}{'min':>8}{'max':>8}",
     ]
-    names = {"bare": "bare loop: SDK messages.create",
-             "provider": "provider alone: AnthropicModel.complete",
-             "engine": "worker.execute (AnthropicModel, DB)"}
+    names = {
+        "bare": "bare loop: SDK messages.create",
+        "provider": "provider alone: AnthropicModel.complete",
+        "engine": "worker.execute (AnthropicModel, DB)",
+    }
     for key, label in names.items():
         low, high = a.spread[key]
         lines.append(f"    {label:<46}{a.ms_per_call[key]:9.2f}{low:8.2f}{high:8.2f}")
@@ -736,8 +939,7 @@ def report(a: Overhead, b: Concurrency, c: Overshoot, total_seconds: float) -> l
         f"    achieved / ideal steps/s             {b.achieved_rate:8.2f} / {b.ideal_rate:.2f}",
         f"    concurrency_efficiency               {b.efficiency:8.2f}",
         f"    cluster processes                    {b.processes:8d}   ({len(b.worker_pids)} workers)",
-        f"    RSS sum idle -> peak                 {mib(b.idle.rss_total):8.0f} -> "
-        f"{mib(b.peak.rss_total):.0f} MiB",
+        f"    RSS sum idle -> peak                 {mib(b.idle.rss_total):8.0f} -> {mib(b.peak.rss_total):.0f} MiB",
         f"    PSS sum idle -> peak                 {mib(b.idle.pss_total):8.0f} -> "
         f"{mib(b.peak_pss_kb):.0f} MiB   (shared pages counted once)",
         f"    RSS per worker process idle          {statistics.median(idle_workers):8.1f} MiB median",
@@ -745,21 +947,29 @@ def report(a: Overhead, b: Concurrency, c: Overshoot, total_seconds: float) -> l
         f"{max(peak_workers):.1f} max",
         f"    peak_mb_per_run (peak - idle) / {b.runs:<4} {b.peak_mb_per_run:8.2f} MiB",
         "",
-        f"(c) token overshoot: {c.jobs} random jobs (seed {c.seed}), FakeModel(adversarial=True), "
-        f"{c.seconds:.0f}s",
+        f"(c) token overshoot: {c.jobs} random jobs (seed {c.seed}), FakeModel(adversarial=True), {c.seconds:.0f}s",
         f"    passes / model calls / tokens        {c.passes} / {c.calls} / {c.tokens:,}",
         f"    legs stopped by a token ceiling      {c.token_stops:8d}   "
         f"(tightest headroom left: {c.min_headroom} tokens)",
         f"    jobs ended 'budget exhausted'        {c.outer_exhausted:8d}",
-        f"    causes                               "
+        "    causes                               "
         + ", ".join(f"{k} {v}" for k, v in sorted(c.causes.items(), key=lambda kv: -kv[1])),
         f"    unfinished / errors                  {c.not_finished:8d} / {c.errors}",
         f"    ledger mismatch (tokens)             {c.ledger_mismatch:8d}",
         f"    task steps past the step allotment   {c.overshoot_steps:8d}",
         f"    overshoot_tokens                     {c.overshoot_tokens:8d}",
         "",
+        f"(d) what a step writes: one pass of {d.steps} steps, each tool result {TOOL_RESULT_BYTES // 1000} KB "
+        f"(stub model in process; {d.seconds:.0f}s)",
+        f"    SQL statements per step              {d.stmts_per_step:8.1f}   (steps 1-{d.steps}, "
+        "per-run statements apart)",
+        f"    bytes written by step 10             {d.written[10]:8d}",
+        f"    bytes written by step {d.steps:<14d} {d.written[d.steps]:8d}",
+        f"    bytes_growth (step {d.steps} / step 10)   {d.growth:8.2f}",
+        "",
         f"overshoot_tokens={c.overshoot_tokens} jobs={c.jobs} overhead_ratio={a.ratio:.2f} "
-        f"concurrency_efficiency={b.efficiency:.2f} peak_mb_per_run={b.peak_mb_per_run:.2f}",
+        f"concurrency_efficiency={b.efficiency:.2f} peak_mb_per_run={b.peak_mb_per_run:.2f} "
+        f"stmts_per_step={d.stmts_per_step:.1f} bytes_growth={d.growth:.2f}",
     ]
     return lines
 
@@ -780,12 +990,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"(a) overhead: {steps} steps x {repeats} repeats ...", flush=True)
         a = bench_overhead(env, steps, repeats, args.profile)
+        print(f"(d) storage: one pass of {STORAGE_STEPS} steps ...", flush=True)
+        d = bench_storage(env, STORAGE_STEPS)
         print(f"(c) overshoot: {jobs} random jobs ...", flush=True)
         c = bench_overshoot(env, jobs, args.seed)
         print(f"(b) concurrency: 20 runs x {tool_steps + 1} calls on a qcluster ...", flush=True)
         b = bench_concurrency(env, 20, tool_steps, 1.0)
         print()
-        print("\n".join(report(a, b, c, time.perf_counter() - started)))
+        print("\n".join(report(a, b, c, d, time.perf_counter() - started)))
     finally:
         env.cleanup()
     return 0

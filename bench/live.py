@@ -18,6 +18,7 @@ Two measurements, in throwaway data folders (never .data):
 
 Exit status 1 when a query count grows with the number of runs. Nothing is asserted on time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,6 +54,7 @@ OBSERVER = """() => {
 
 # -- the writer: runs in its own process with a side's environment --------------------------------
 
+
 def writer(run_id: int, samples: int, tag: str, seed: int, gap: tuple[float, float]) -> int:
     import django
 
@@ -76,6 +78,7 @@ def writer(run_id: int, samples: int, tag: str, seed: int, gap: tuple[float, flo
 
 # -- pages at scale: runs in its own process on a throwaway database ---------------------------
 
+
 def pages(counts: list[int], repeats: int) -> int:
     import django
 
@@ -95,14 +98,35 @@ def pages(counts: list[int], repeats: int) -> int:
     call_command("migrate", verbosity=0)
     client = Client()
     client.force_login(get_user_model().objects.create_superuser("bench", "b@rysh.invalid", "x"))
-    plan = {"passes": 3, "worst_tokens": 24000, "outer_tokens": 24000,
-            "split": {"task": {"tokens": 7200, "steps": 36, "seconds": 540},
-                      "takeover": {"tokens": 200000, "steps": 100, "seconds": 300}}}
-    common = dict(kind="task", recipe_path="x.md", recipe_text="x", provider="anthropic",
-                  executor_model="claude-sonnet-4-6", judge_model="claude-haiku-4-5", output_dir="", plan=plan)
+    plan = {
+        "passes": 3,
+        "worst_tokens": 24000,
+        "outer_tokens": 24000,
+        "split": {
+            "task": {"tokens": 7200, "steps": 36, "seconds": 540},
+            "takeover": {"tokens": 200000, "steps": 100, "seconds": 300},
+        },
+    }
+    common = dict(
+        kind="task",
+        recipe_path="x.md",
+        recipe_text="x",
+        provider="anthropic",
+        executor_model="claude-sonnet-4-6",
+        judge_model="claude-haiku-4-5",
+        output_dir="",
+        plan=plan,
+    )
     for n in range(3):  # a few live rows, the same in both cases
-        run = Run.objects.create(name=f"live-{n}", target=f"task/live-{n}", state="running", phase="task",
-                                 pass_number=1, started_at=timezone.now(), **common)
+        run = Run.objects.create(
+            name=f"live-{n}",
+            target=f"task/live-{n}",
+            state="running",
+            phase="task",
+            pass_number=1,
+            started_at=timezone.now(),
+            **common,
+        )
         Pass.objects.create(run=run, number=1)
     rng = random.Random(7)
     causes = ["fulfilled", "done", "unfulfilled", "stopped by user", "budget exhausted"]
@@ -113,11 +137,24 @@ def pages(counts: list[int], repeats: int) -> int:
         for i in range(made, count):
             ended = now - timedelta(minutes=rng.randint(1, 60 * 24 * 60))
             tokens = rng.randint(2000, 900000)
-            batch.append(Run(name=f"recipe-{i % 40}", target=f"task/recipe-{i % 40}", state="finished",
-                             cause=rng.choice(causes), pass_number=rng.randint(1, 3), tokens_counted=tokens,
-                             input_tokens=tokens // 2, output_tokens=tokens // 4, cache_read_tokens=tokens,
-                             cache_write_tokens=tokens // 4, cost=Decimal(tokens) / Decimal(100000),
-                             started_at=ended - timedelta(seconds=rng.randint(30, 3600)), ended_at=ended, **common))
+            batch.append(
+                Run(
+                    name=f"recipe-{i % 40}",
+                    target=f"task/recipe-{i % 40}",
+                    state="finished",
+                    cause=rng.choice(causes),
+                    pass_number=rng.randint(1, 3),
+                    tokens_counted=tokens,
+                    input_tokens=tokens // 2,
+                    output_tokens=tokens // 4,
+                    cache_read_tokens=tokens,
+                    cache_write_tokens=tokens // 4,
+                    cost=Decimal(tokens) / Decimal(100000),
+                    started_at=ended - timedelta(seconds=rng.randint(30, 3600)),
+                    ended_at=ended,
+                    **common,
+                )
+            )
         Run.objects.bulk_create(batch, batch_size=1000)
         made = count
         for url in ("/", "/history/"):
@@ -130,13 +167,18 @@ def pages(counts: list[int], repeats: int) -> int:
                     times.append(time.perf_counter() - started)
                 assert response.status_code == 200, (url, response.status_code)
                 queries = len(captured)
-            out[f"{url} {count}"] = {"ms": 1000 * statistics.median(times), "min_ms": 1000 * min(times),
-                                     "queries": queries, "bytes": len(response.content)}
+            out[f"{url} {count}"] = {
+                "ms": 1000 * statistics.median(times),
+                "min_ms": 1000 * min(times),
+                "queries": queries,
+                "bytes": len(response.content),
+            }
     print(json.dumps(out))
     return 0
 
 
 # -- the driver ------------------------------------------------------------------------------------
+
 
 def redis_answers(url: str) -> str:
     """'' when Redis answers PING, else why not."""
@@ -206,7 +248,8 @@ class Side:
 
     def fetch_fragment(self, n: int = 20) -> float:
         """Median ms of fetching the run's live fragment (what a 200 ms poller would fetch)."""
-        times = self.page.evaluate("""async ([url, n]) => {
+        times = self.page.evaluate(
+            """async ([url, n]) => {
             const out = [];
             for (let i = 0; i < n; i++) {
                 const t = performance.now();
@@ -215,14 +258,31 @@ class Side:
                 out.push(performance.now() - t);
             }
             return out;
-        }""", [f"/runs/{self.run_id}/", n])
+        }""",
+            [f"/runs/{self.run_id}/", n],
+        )
         return statistics.median(times)
 
     def start_writer(self, samples: int, seed: int, gap: tuple[float, float]) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "bench.live", "--writer", str(self.run_id), str(samples),
-                                 self.name, str(seed), str(gap[0]), str(gap[1])],
-                                cwd=ROOT, env=self.stack.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench.live",
+                "--writer",
+                str(self.run_id),
+                str(samples),
+                self.name,
+                str(seed),
+                str(gap[0]),
+                str(gap[1]),
+            ],
+            cwd=ROOT,
+            env=self.stack.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def collect(self, writer_out: str) -> None:
         marks = self.page.evaluate("window.__marks")
@@ -238,8 +298,10 @@ class Side:
 
     def row(self) -> str:
         v = self.latencies
-        return (f"    {self.label:<44} {percentile(v, 50):7.1f} {percentile(v, 90):7.1f} {percentile(v, 99):7.1f} "
-                f"{statistics.mean(v):7.1f} {min(v):7.1f} {max(v):7.1f} {len(v):5d} {self.missed:4d}")
+        return (
+            f"    {self.label:<44} {percentile(v, 50):7.1f} {percentile(v, 90):7.1f} {percentile(v, 99):7.1f} "
+            f"{statistics.mean(v):7.1f} {min(v):7.1f} {max(v):7.1f} {len(v):5d} {self.missed:4d}"
+        )
 
 
 def chromium_version(browser) -> str:
@@ -277,12 +339,22 @@ def main(argv: list[str] | None = None) -> int:
         # the pages-at-scale half in its own process and data folder, while nothing else runs
         print(f"pages with 100 and {big:,} runs ...", flush=True)
         with tempfile.TemporaryDirectory(prefix="rysh-bench-pages-") as tmp:
-            env = {**os.environ, "RYSH_DATA_DIR": tmp, "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
-                   "LOG_LEVEL": "WARNING"}
+            env = {
+                **os.environ,
+                "RYSH_DATA_DIR": tmp,
+                "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
+                "LOG_LEVEL": "WARNING",
+            }
             for name in ("DATABASE_URL", "REDIS_URL"):
                 env.pop(name, None)
-            out = subprocess.run([sys.executable, "-m", "bench.live", "--pages", "100", str(big)], cwd=ROOT, env=env,
-                                 capture_output=True, text=True, timeout=900)
+            out = subprocess.run(
+                [sys.executable, "-m", "bench.live", "--pages", "100", str(big)],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             if out.returncode != 0:
                 print(out.stdout + out.stderr, file=sys.stderr)
                 return 1
@@ -313,31 +385,41 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.monotonic() - started
     fragment = statistics.median(side.fragment_ms for side in sides)
     print()
-    print(f"live dashboard benchmark  ({os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"Chromium {version}, daphne on 127.0.0.1; {seconds:.0f}s)")
+    print(
+        f"live dashboard benchmark  ({os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"Chromium {version}, daphne on 127.0.0.1; {seconds:.0f}s)"
+    )
     print()
     print("latency, event committed in a writer process -> the browser's DOM updated (ms)")
-    print(f"    page /runs/<id>/ of a finished demo run (2 passes, 17 steps), {samples} samples a side, "
-          f"random gaps of 250-450 ms")
+    print(
+        f"    page /runs/<id>/ of a finished demo run (2 passes, 17 steps), {samples} samples a side, "
+        f"random gaps of 250-450 ms"
+    )
     print(f"    {'path':<44} {'p50':>7} {'p90':>7} {'p99':>7} {'mean':>7} {'min':>7} {'max':>7} {'n':>5} {'lost':>4}")
     for side in sides:
         print(side.row())
     if redis_skip:
         print(f"    Redis: skipped — {REDIS_URL} does not answer ({redis_skip})")
     f = fragment  # a 200 ms poll waits U(0, 200 ms), then fetches a snapshot
-    print(f"    {'bar to beat: a snapshot polled every 200 ms':<44} {100 + f:7.1f} {180 + f:7.1f} {198 + f:7.1f} "
-          f"{100 + f:7.1f} {f:7.1f} {200 + f:7.1f}   (U(0, 200 ms) + {f:.1f} ms to fetch a snapshot)")
+    print(
+        f"    {'bar to beat: a snapshot polled every 200 ms':<44} {100 + f:7.1f} {180 + f:7.1f} {198 + f:7.1f} "
+        f"{100 + f:7.1f} {f:7.1f} {200 + f:7.1f}   (U(0, 200 ms) + {f:.1f} ms to fetch a snapshot)"
+    )
     for side in sides:
-        print(f"    ({side.name}: browser clock - Python clock {side.offset * 1000:+.2f} ms, "
-              f"±{side.offset_err * 1000:.2f} ms; live fragment GET {side.fragment_ms:.1f} ms median)")
+        print(
+            f"    ({side.name}: browser clock - Python clock {side.offset * 1000:+.2f} ms, "
+            f"±{side.offset_err * 1000:.2f} ms; live fragment GET {side.fragment_ms:.1f} ms median)"
+        )
     print()
     print("pages at scale: Django test client, server time (median of 15) and SQL queries per request")
     print(f"    {'page':<16} {'100 runs':>22} {f'{big:,} runs':>22}")
     failures = []
     for url in ("/", "/history/"):
         small, large = scale[f"{url} 100"], scale[f"{url} {big}"]
-        print(f"    GET {url:<12} {small['ms']:9.1f} ms {small['queries']:4d} queries "
-              f"{large['ms']:9.1f} ms {large['queries']:4d} queries")
+        print(
+            f"    GET {url:<12} {small['ms']:9.1f} ms {small['queries']:4d} queries "
+            f"{large['ms']:9.1f} ms {large['queries']:4d} queries"
+        )
         if large["queries"] != small["queries"]:
             failures.append(f"GET {url}: the query count grew with the runs: {small['queries']} -> {large['queries']}")
     for failure in failures:
@@ -346,12 +428,17 @@ def main(argv: list[str] | None = None) -> int:
         print("ok: the query counts do not grow with the number of runs")
     live = sides[0].latencies
     redis = sides[1].latencies if len(sides) > 1 else None
-    fmt = (lambda v, q: f"{percentile(v, q):.1f}" if v else "skipped")
-    print(f"live_p50_ms={percentile(live, 50):.1f} live_p99_ms={percentile(live, 99):.1f} "
-          f"redis_p50_ms={fmt(redis, 50)} redis_p99_ms={fmt(redis, 99)} "
-          f"home_queries_100={scale['/ 100']['queries']} home_queries_{big}={scale[f'/ {big}']['queries']} "
-          f"history_queries_100={scale['/history/ 100']['queries']} "
-          f"history_queries_{big}={scale[f'/history/ {big}']['queries']}")
+
+    def fmt(values, q):
+        return f"{percentile(values, q):.1f}" if values else "skipped"
+
+    print(
+        f"live_p50_ms={percentile(live, 50):.1f} live_p99_ms={percentile(live, 99):.1f} "
+        f"redis_p50_ms={fmt(redis, 50)} redis_p99_ms={fmt(redis, 99)} "
+        f"home_queries_100={scale['/ 100']['queries']} home_queries_{big}={scale[f'/ {big}']['queries']} "
+        f"history_queries_100={scale['/history/ 100']['queries']} "
+        f"history_queries_{big}={scale[f'/history/ {big}']['queries']}"
+    )
     return 1 if failures else 0
 
 

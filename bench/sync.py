@@ -9,6 +9,7 @@ repositories, so it never touches .data. Measures, side by side:
 
 Exit status 1 when one of those two rules breaks.
 """
+
 from __future__ import annotations
 
 import os
@@ -70,8 +71,9 @@ def make_repo(path: Path, count: int) -> Path:
         kind, folder = ("web", "webs") if n % 4 == 0 else ("task", "tasks")
         target = path / ".rysh/automations" / folder / f"recipe-{n:05d}.md"
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(RECIPE.format(n=n, kind=kind, minute=n % 60, steps=40 + n % 50,
-                                        size=100 + n % 400, total=1000 + n % 900))
+        target.write_text(
+            RECIPE.format(n=n, kind=kind, minute=n % 60, steps=40 + n % 50, size=100 + n % 400, total=1000 + n % 900)
+        )
     commit(path, f"{count} recipes")
     return path
 
@@ -121,11 +123,15 @@ def main(count: int) -> int:
     big_seconds, big_queries, big_rows = timed_list(client)
 
     print(f"recipes sync benchmark ({count} files, SQLite WAL, git {git_version()})")
-    print(f"  initial sync      {initial_seconds:8.3f}s  {initial_queries:5d} queries  "
-          f"{initial.files_read:5d} files read  {initial.versions} versions  [{initial.line()}]")
-    print(f"  incremental sync  {incremental_seconds:8.3f}s  {incremental_queries:5d} queries  "
-          f"{incremental.files_read:5d} files read  {incremental.versions} versions  "
-          f"[{incremental.line()}]")
+    print(
+        f"  initial sync      {initial_seconds:8.3f}s  {initial_queries:5d} queries  "
+        f"{initial.files_read:5d} files read  {initial.versions} versions  [{initial.line()}]"
+    )
+    print(
+        f"  incremental sync  {incremental_seconds:8.3f}s  {incremental_queries:5d} queries  "
+        f"{incremental.files_read:5d} files read  {incremental.versions} versions  "
+        f"[{incremental.line()}]"
+    )
     print(f"  initial / incremental: {initial_seconds / incremental_seconds:.1f}x")
     print(f"  recipe list, {small_rows:4d} recipes  {small_seconds:8.3f}s  {small_queries:5d} queries")
     print(f"  recipe list, {big_rows:4d} recipes  {big_seconds:8.3f}s  {big_queries:5d} queries")

@@ -6,6 +6,7 @@ job can pass its allotment by one token. The bound rests on one fact: a token ne
 covers less than one byte, so the UTF-8 size of what is sent bounds its tokens; the
 call-to-call bound reuses the previous call's exact context plus the bytes appended.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,9 +44,8 @@ def input_bound(*, system: str, tools: list, messages: list, last: LastCall | No
     the bytes of everything appended since (its reply included); otherwise the bytes of all.
     """
     if last is None or last.message_count > len(messages):
-        return (size(system) + size(tools) + size(messages) + REQUEST_OVERHEAD
-                + MESSAGE_OVERHEAD * len(messages))
-    appended = messages[last.message_count:]
+        return size(system) + size(tools) + size(messages) + REQUEST_OVERHEAD + MESSAGE_OVERHEAD * len(messages)
+    appended = messages[last.message_count :]
     # +1 a message: the separator that joins it to the list already sent
     return last.context + size(appended) + (MESSAGE_OVERHEAD + 1) * len(appended)
 
@@ -71,8 +71,9 @@ def job_left(plan: Plan, spent: JobSpent) -> tuple[int | None, float | None]:
     return tokens, seconds
 
 
-def leg_left(plan: Plan, leg: str, spent: JobSpent, *, leg_steps: int, leg_tokens: int,
-             leg_seconds: float) -> Allotment:
+def leg_left(
+    plan: Plan, leg: str, spent: JobSpent, *, leg_steps: int, leg_tokens: int, leg_seconds: float
+) -> Allotment:
     """What the current leg may still spend: min(its own share, what the job has left).
 
     While the task leg runs under an outer total, the job keeps back the wrap-up's own
@@ -93,5 +94,4 @@ def leg_left(plan: Plan, leg: str, spent: JobSpent, *, leg_steps: int, leg_token
         tokens = min(tokens, tokens_job)
     if seconds_job is not None:
         seconds = min(seconds, seconds_job)
-    return Allotment(steps=max(share.steps - leg_steps, 0), seconds=max(seconds, 0),
-                     tokens=max(tokens, 0))
+    return Allotment(steps=max(share.steps - leg_steps, 0), seconds=max(seconds, 0), tokens=max(tokens, 0))

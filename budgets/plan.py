@@ -6,6 +6,7 @@ ceilings after the while/do algebra, and the worst case of the whole job.
 The worst case is a bound the engine must hold, so everything here is integer
 arithmetic on tokens and whole seconds.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,8 +38,7 @@ class Allotment:
     tokens: int
 
     def __add__(self, other: Allotment) -> Allotment:
-        return Allotment(self.steps + other.steps, self.seconds + other.seconds,
-                         self.tokens + other.tokens)
+        return Allotment(self.steps + other.steps, self.seconds + other.seconds, self.tokens + other.tokens)
 
 
 @dataclass(frozen=True)
@@ -85,14 +85,27 @@ class Plan:
         return min(total, self.outer_seconds) if self.outer_seconds else total
 
     def summary_lines(self) -> list[str]:
-        return summary_lines(loop_enabled=self.loop_enabled, passes=self.passes,
-                             tokens=self.per_pass.tokens, seconds=self.per_pass.seconds,
-                             takeover_when=self.takeover_when, outer_tokens=self.outer_tokens,
-                             outer_seconds=self.outer_seconds)
+        return summary_lines(
+            loop_enabled=self.loop_enabled,
+            passes=self.passes,
+            tokens=self.per_pass.tokens,
+            seconds=self.per_pass.seconds,
+            takeover_when=self.takeover_when,
+            outer_tokens=self.outer_tokens,
+            outer_seconds=self.outer_seconds,
+        )
 
 
-def summary_lines(*, loop_enabled: bool, passes: int, tokens: int, seconds: int, takeover_when: int,
-                  outer_tokens: int, outer_seconds: int) -> list[str]:
+def summary_lines(
+    *,
+    loop_enabled: bool,
+    passes: int,
+    tokens: int,
+    seconds: int,
+    takeover_when: int,
+    outer_tokens: int,
+    outer_seconds: int,
+) -> list[str]:
     """The three lines rysh prints for a resolved loop, byte for byte."""
     return [
         f"loop enabled={str(loop_enabled).lower()}  maxIter={passes}",
@@ -113,12 +126,14 @@ def split_pass(ceiling: Allotment, takeover_when: int, has_takeover: bool) -> Sp
 
 def floor_takeover(share: Allotment) -> Allotment:
     """Below any trigger, every axis is raised to at least its floor; axes above stay."""
-    thin = (share.steps < FLOOR_TRIGGER_STEPS or share.seconds < FLOOR_TRIGGER_SECONDS
-            or share.tokens < FLOOR_TRIGGER_TOKENS)
+    thin = (
+        share.steps < FLOOR_TRIGGER_STEPS
+        or share.seconds < FLOOR_TRIGGER_SECONDS
+        or share.tokens < FLOOR_TRIGGER_TOKENS
+    )
     if not thin:
         return share
-    return Allotment(max(share.steps, FLOOR_STEPS), max(share.seconds, FLOOR_SECONDS),
-                     max(share.tokens, FLOOR_TOKENS))
+    return Allotment(max(share.steps, FLOOR_STEPS), max(share.seconds, FLOOR_SECONDS), max(share.tokens, FLOOR_TOKENS))
 
 
 def redistribute(outer: int | None, per_pass: int, passes: int, *, unit: int = 1) -> tuple[int, int]:
@@ -149,35 +164,44 @@ def resolve(do: DoSpec, loop_while: WhileSpec) -> Plan:
     elif not looping:
         warnings.append("loop disabled (while.enabled: false): one pass on its own budget")
     else:
-        tokens, outer_tokens = redistribute(loop_while.budget, tokens, loop_while.max_iterations,
-                                            unit=PAGE)
-        seconds, outer_seconds = redistribute(loop_while.max_duration, seconds,
-                                              loop_while.max_iterations)
+        tokens, outer_tokens = redistribute(loop_while.budget, tokens, loop_while.max_iterations, unit=PAGE)
+        seconds, outer_seconds = redistribute(loop_while.max_duration, seconds, loop_while.max_iterations)
         warnings += _disabled_axes(loop_while, do, outer_tokens, outer_seconds)
     ceiling = Allotment(do.max_iterations, seconds, tokens)
     split = split_pass(ceiling, do.takeover_when, bool(do.takeover_prompt))
     warnings += _split_warnings(split, ceiling)
     return Plan(
-        loop_enabled=looping, passes=loop_while.max_iterations if looping else 1,
-        per_pass=ceiling, takeover_when=do.takeover_when, interval=do.interval,
-        auto_continue=do.auto_continue, outer_tokens=outer_tokens, outer_seconds=outer_seconds,
-        split=split, judge_tokens=judge_bound(loop_while.until or "") if looping else 0,
+        loop_enabled=looping,
+        passes=loop_while.max_iterations if looping else 1,
+        per_pass=ceiling,
+        takeover_when=do.takeover_when,
+        interval=do.interval,
+        auto_continue=do.auto_continue,
+        outer_tokens=outer_tokens,
+        outer_seconds=outer_seconds,
+        split=split,
+        judge_tokens=judge_bound(loop_while.until or "") if looping else 0,
         warnings=tuple(warnings),
     )
 
 
-def _disabled_axes(loop_while: WhileSpec, do: DoSpec, outer_tokens: int,
-                   outer_seconds: int) -> list[str]:
+def _disabled_axes(loop_while: WhileSpec, do: DoSpec, outer_tokens: int, outer_seconds: int) -> list[str]:
     notes = []
     if not outer_tokens:
-        why = ("loop.while.budget is not set" if loop_while.budget is None else
-               f"loop.while.budget {format_tokens(loop_while.budget)} does not exceed one pass "
-               f"({format_tokens(do.budget_size)})")
+        why = (
+            "loop.while.budget is not set"
+            if loop_while.budget is None
+            else f"loop.while.budget {format_tokens(loop_while.budget)} does not exceed one pass "
+            f"({format_tokens(do.budget_size)})"
+        )
         notes.append(f"tokens DISABLED: {why}; the loop has no outer token limit")
     if not outer_seconds:
-        why = ("loop.while.max_duration is not set" if loop_while.max_duration is None else
-               f"loop.while.max_duration {format_duration(loop_while.max_duration)} does not "
-               f"exceed one pass ({format_duration(do.max_duration)})")
+        why = (
+            "loop.while.max_duration is not set"
+            if loop_while.max_duration is None
+            else f"loop.while.max_duration {format_duration(loop_while.max_duration)} does not "
+            f"exceed one pass ({format_duration(do.max_duration)})"
+        )
         notes.append(f"duration DISABLED: {why}; the loop has no outer clock")
     return notes
 
@@ -186,8 +210,10 @@ def _split_warnings(split: Split, ceiling: Allotment) -> list[str]:
     if split.takeover is None:
         return ["no takeover_prompt: a budget stop is a plain stop, with no wrap-up leg"]
     if split.floored and split.worst != ceiling:
-        return ["wrap-up share is below rysh's floor and was raised: a pass may spend past its "
-                "ceiling, up to the worst case shown, so the landing is not clipped"]
+        return [
+            "wrap-up share is below rysh's floor and was raised: a pass may spend past its "
+            "ceiling, up to the worst case shown, so the landing is not clipped"
+        ]
     return []
 
 

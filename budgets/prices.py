@@ -3,6 +3,7 @@
 Money is computed beside tokens, never instead of them: an unknown model shows
 tokens only (cost() returns None).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,13 +51,15 @@ def price_for(model: str | None) -> Price | None:
     return PRICES[max(matches, key=len)] if matches else None
 
 
-def cost(model: str | None, *, input: int = 0, output: int = 0, cache_read: int = 0,
-         cache_write: int = 0) -> Decimal | None:
+def cost(
+    model: str | None, *, input: int = 0, output: int = 0, cache_read: int = 0, cache_write: int = 0
+) -> Decimal | None:
     price = price_for(model)
     if price is None:
         return None
-    total = (input * price.input + output * price.output + cache_read * price.cache_read
-             + cache_write * price.cache_write)
+    total = (
+        input * price.input + output * price.output + cache_read * price.cache_read + cache_write * price.cache_write
+    )
     return total / MILLION
 
 

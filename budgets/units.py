@@ -4,6 +4,7 @@
 Pure: no Django, no I/O. Every refusal is a UnitError whose message says what
 was expected, so callers can prefix it with the file, line and field.
 """
+
 from __future__ import annotations
 
 import re

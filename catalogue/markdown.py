@@ -5,6 +5,7 @@ http(s), mailto and relative targets (no `javascript:`, `data:` or `file:`), and
 `rel="nofollow noopener noreferrer"`. Images are shown as their alt text: a prompt is no place for
 a tracking pixel.
 """
+
 from __future__ import annotations
 
 import re

@@ -23,10 +23,12 @@ class Recipe(models.Model):
     name = models.CharField(max_length=200)
     path = models.CharField(max_length=500)
     archived = models.BooleanField(default=False)  # the file was deleted; history is kept
-    latest = models.ForeignKey("RecipeVersion", null=True, blank=True, on_delete=models.SET_NULL,
-                               related_name="+")  # newest version, valid or not
-    good = models.ForeignKey("RecipeVersion", null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="+")  # the last valid version: the one that runs
+    latest = models.ForeignKey(
+        "RecipeVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )  # newest version, valid or not
+    good = models.ForeignKey(
+        "RecipeVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )  # the last valid version: the one that runs
 
     class Meta:
         db_table = "automations_recipe"  # named before the apps split (see migrations/0001)
@@ -60,8 +62,7 @@ class RecipeVersion(models.Model):
 
     class Meta:
         db_table = "automations_recipeversion"  # named before the apps split (see migrations/0001)
-        constraints = [models.UniqueConstraint(fields=["recipe", "commit_sha"],
-                                               name="version_recipe_commit_unique")]
+        constraints = [models.UniqueConstraint(fields=["recipe", "commit_sha"], name="version_recipe_commit_unique")]
         ordering = ["-committed_at", "-id"]
 
     def __str__(self) -> str:

@@ -1,12 +1,21 @@
-"""A resolved plan as text: what `auto <kind> check` and `run --dry-run` print. Pure."""
+"""A resolved plan as text: what `auto <kind> check` and `run --dry-run` print, and the models
+it is priced on. Pure but for models_for, the one place the installation's default models apply."""
+
 from __future__ import annotations
 
 from decimal import Decimal
 
-from catalogue.spec import RecipeSpec
+from django.conf import settings
+
 from budgets.plan import Allotment, Plan
 from budgets.prices import counted_ceiling_cost, format_money, price_for
 from budgets.units import format_duration_go, format_tokens
+from catalogue.spec import RecipeSpec
+
+
+def models_for(spec: RecipeSpec) -> tuple[str, str]:
+    """(executor, judge): the recipe's own models, else the installation's defaults."""
+    return (spec.executor_model or settings.RYSH_EXECUTOR_MODEL, spec.judge or settings.RYSH_JUDGE_MODEL)
 
 
 def worst_case_money(plan: Plan, *, executor: str, judge: str) -> Decimal | None:
@@ -17,15 +26,17 @@ def worst_case_money(plan: Plan, *, executor: str, judge: str) -> Decimal | None
 
 
 def _allotment(a: Allotment) -> str:
-    return (f"{a.steps} steps  {format_duration_go(a.seconds)}  "
-            f"{a.tokens} tokens ({format_tokens(a.tokens)})")
+    return f"{a.steps} steps  {format_duration_go(a.seconds)}  {a.tokens} tokens ({format_tokens(a.tokens)})"
 
 
 def plan_lines(spec: RecipeSpec, plan: Plan, *, executor: str, judge: str) -> list[str]:
     lines = plan.summary_lines()
-    lines += ["", f"recipe:  {spec.target}  ({spec.path})",
-              f"steps:   at most {plan.per_pass.steps} a pass, a reminder every {plan.interval}, "
-              f"auto_continue={str(plan.auto_continue).lower()}"]
+    lines += [
+        "",
+        f"recipe:  {spec.target}  ({spec.path})",
+        f"steps:   at most {plan.per_pass.steps} a pass, a reminder every {plan.interval}, "
+        f"auto_continue={str(plan.auto_continue).lower()}",
+    ]
     split = plan.split
     if split.takeover is None:
         lines.append(f"task     {_allotment(split.task)}  (no wrap-up leg)")
@@ -44,9 +55,11 @@ def plan_lines(spec: RecipeSpec, plan: Plan, *, executor: str, judge: str) -> li
         f"worst case: {plan.worst_tokens} tokens ({format_tokens(plan.worst_tokens)}) over "
         f"{plan.passes} pass{'es' if plan.passes != 1 else ''}, "
         f"at most {format_money(money)} on {executor}, "
-        f"wall clock at most {format_duration_go(plan.worst_seconds)}")
+        f"wall clock at most {format_duration_go(plan.worst_seconds)}"
+    )
     price = price_for(executor)
     if price is not None:
-        lines.append(f"  cache reads are not counted against the budget; they are billed on top "
-                     f"at ${price.cache_read}/M tokens")
+        lines.append(
+            f"  cache reads are not counted against the budget; they are billed on top at ${price.cache_read}/M tokens"
+        )
     return lines

@@ -13,6 +13,7 @@ Two kinds of location, both named by RYSH_RECIPES_REPO:
 No Django models here; settings only for DATA_DIR. Every git call gets its identity on the
 command line (`-c user.name=… -c user.email=…`), never from a global config.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,10 +24,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from django.conf import settings
 
@@ -35,8 +36,15 @@ RECIPE_PATH_RE = re.compile(r"\.rysh/automations/(webs|tasks)/([^/]+)\.md\Z")
 ZERO = "0" * 40
 _URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:", re.IGNORECASE)
 # A clean environment: an inherited GIT_DIR or GIT_INDEX_FILE would point git elsewhere.
-_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                 "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_COMMON_DIR")
+_GIT_ENV_DROP = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_COMMON_DIR",
+)
 
 
 class RepoError(Exception):
@@ -135,26 +143,38 @@ class GitRepo:
         """A clean environment; the ceiling stops git from looking above the repository for one
         (a plain folder inside another checkout is not that checkout; see open_repo)."""
         env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
-        env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C",
-                   GIT_CEILING_DIRECTORIES=str(Path(self.git_dir).resolve().parent), **(extra or {}))
+        env.update(
+            GIT_TERMINAL_PROMPT="0",
+            LC_ALL="C",
+            GIT_CEILING_DIRECTORIES=str(Path(self.git_dir).resolve().parent),
+            **(extra or {}),
+        )
         return env
 
     # --- running git -------------------------------------------------------------------------
 
-    def git(self, *args: str, input: str | None = None, env: dict | None = None,
-            ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
+    def git(
+        self, *args: str, input: str | None = None, env: dict | None = None, ok: tuple[int, ...] = (0,)
+    ) -> subprocess.CompletedProcess:
         full_env = self._env(env)
         try:
             done = subprocess.run(
                 ["git", "-C", str(self.git_dir), "-c", "core.quotePath=false", *args],
-                input=input, capture_output=True, text=True, encoding="utf-8",
-                errors="replace", env=full_env, check=False)
+                input=input,
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                env=full_env,
+                check=False,
+            )
         except OSError as exc:
             raise RepoError(f"cannot run git: {exc}") from None
         if done.returncode not in ok:
             said = (done.stderr or done.stdout).strip().splitlines()
-            raise RepoError(f"git {args[0]} failed in {self.location}: "
-                            f"{said[-1] if said else f'exit {done.returncode}'}")
+            raise RepoError(
+                f"git {args[0]} failed in {self.location}: {said[-1] if said else f'exit {done.returncode}'}"
+            )
         return done
 
     def out(self, *args: str, **kwargs) -> str:
@@ -187,7 +207,10 @@ class GitRepo:
             try:
                 done = subprocess.run(
                     ["git", "clone", "--bare", "--quiet", self.location, str(tmp / "r.git")],
-                    capture_output=True, text=True, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+                    capture_output=True,
+                    text=True,
+                    env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+                )
                 if done.returncode:
                     raise RepoError(f"cannot clone {self.location}: {done.stderr.strip()}")
                 os.rename(tmp / "r.git", self.git_dir)
@@ -230,9 +253,20 @@ class GitRepo:
         """Commits on the branch's first-parent line, oldest first, that touched recipes, each
         with its changes against its first parent (a merge shows what it brought in)."""
         revs = f"{since}..{head}" if since else head
-        raw = self.out("log", "-z", "--reverse", "--first-parent", "--diff-merges=first-parent",
-                       "--no-renames", "--raw", "--no-abbrev",
-                       "--format=%x1e%H%x1f%an%x1f%ae%x1f%aI%x1f%B%x1f", revs, "--", RECIPES_DIR)
+        raw = self.out(
+            "log",
+            "-z",
+            "--reverse",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "--no-renames",
+            "--raw",
+            "--no-abbrev",
+            "--format=%x1e%H%x1f%an%x1f%ae%x1f%aI%x1f%B%x1f",
+            revs,
+            "--",
+            RECIPES_DIR,
+        )
         return [_parse_commit(record) for record in raw.split("\x1e")[1:]]
 
     def commit(self, sha: str) -> Commit:
@@ -244,8 +278,7 @@ class GitRepo:
         """What differs between two commits (the whole tree as additions when `since` is None)."""
         if since is None:
             return [Change("A", path, blob) for path, blob in self.tree(head).items()]
-        raw = self.out("diff", "-z", "--raw", "--no-renames", "--no-abbrev", since, head,
-                       "--", RECIPES_DIR)
+        raw = self.out("diff", "-z", "--raw", "--no-renames", "--no-abbrev", since, head, "--", RECIPES_DIR)
         return list(_parse_raw(raw.split("\0")))
 
     def tree(self, sha: str) -> dict[str, str]:
@@ -265,9 +298,13 @@ class GitRepo:
         if not wanted:
             return {}
         try:
-            done = subprocess.run(["git", "-C", str(self.git_dir), "cat-file", "--batch"],
-                                  input="\n".join(wanted).encode() + b"\n", capture_output=True,
-                                  check=True, env=self._env())
+            done = subprocess.run(
+                ["git", "-C", str(self.git_dir), "cat-file", "--batch"],
+                input="\n".join(wanted).encode() + b"\n",
+                capture_output=True,
+                check=True,
+                env=self._env(),
+            )
         except (OSError, subprocess.CalledProcessError) as exc:
             raise RepoError(f"cannot read files from {self.location}: {exc}") from None
         found, data, at = {}, done.stdout, 0
@@ -277,7 +314,7 @@ class GitRepo:
             if len(header) < 3 or header[1] == "missing":
                 raise RepoError(f"{self.location}: object {blob} is missing")
             size = int(header[2])
-            found[blob] = data[end + 1:end + 1 + size]
+            found[blob] = data[end + 1 : end + 1 + size]
             at = end + 1 + size + 1
         self.blobs_read += len(found)
         return found
@@ -308,14 +345,16 @@ class GitRepo:
                 self.git("update-index", "--index-info", input="\n".join(lines) + "\n", env=env)
             return self.out("write-tree", env=env).strip()
 
-    def commit_tree(self, tree: str, parents: list[str], message: str, *, author: Identity,
-                    committer: Identity | None = None) -> str:
+    def commit_tree(
+        self, tree: str, parents: list[str], message: str, *, author: Identity, committer: Identity | None = None
+    ) -> str:
         committer = committer or author
         args = ["commit-tree", tree]
         for parent in parents:
             args += ["-p", parent]
-        return self.out(*committer.config(), *args, input=message,
-                        env={**author.env("AUTHOR"), **committer.env("COMMITTER")}).strip()
+        return self.out(
+            *committer.config(), *args, input=message, env={**author.env("AUTHOR"), **committer.env("COMMITTER")}
+        ).strip()
 
     def set_ref(self, branch: str, new: str, old: str | None) -> bool:
         """Compare-and-swap a branch (old None: it must not exist yet). False when it moved."""
@@ -327,21 +366,20 @@ class GitRepo:
         so a branch that moved elsewhere since our fetch is refused (PushRejected)."""
         with self.lock():
             if self.remote:
-                done = self.git("push", "--quiet", "--porcelain", "origin",
-                                f"{new}:refs/heads/{branch}", ok=(0, 1, 128))
+                done = self.git(
+                    "push", "--quiet", "--porcelain", "origin", f"{new}:refs/heads/{branch}", ok=(0, 1, 128)
+                )
                 if done.returncode:
                     rejected = "rejected" in done.stdout or "fetch first" in done.stderr
                     said = (done.stderr.strip().splitlines() or ["push failed"])[-1]
-                    raise (PushRejected if rejected else RepoError)(
-                        f"push to {self.location} {branch} failed: {said}")
+                    raise (PushRejected if rejected else RepoError)(f"push to {self.location} {branch} failed: {said}")
                 self.git("update-ref", f"refs/remotes/origin/{branch}", new)
                 self.git("update-ref", f"refs/heads/{branch}", new)
                 return
             if not self.set_ref(branch, new, old):
                 raise PushRejected(f"{branch} moved in {self.location} while we were writing")
 
-    def merge(self, *, target: str, tip: str, message: str, author: Identity,
-              committer: Identity) -> Merge:
+    def merge(self, *, target: str, tip: str, message: str, author: Identity, committer: Identity) -> Merge:
         """Merge `tip` into `target` without a checkout: a fast-forward when `target` is an
         ancestor, else `git merge-tree --write-tree` and a two-parent commit."""
         if self.is_ancestor(target, tip):
@@ -367,8 +405,14 @@ def _parse_commit(record: str) -> Commit:
     sha, name, email, date = fields[:4]
     message = "\x1f".join(fields[4:-1]).strip()
     changes = tuple(_parse_raw(fields[-1].lstrip("\0\n").split("\0")))
-    return Commit(sha=sha, author_name=name, author_email=email,
-                  date=datetime.fromisoformat(date), message=message, changes=changes)
+    return Commit(
+        sha=sha,
+        author_name=name,
+        author_email=email,
+        date=datetime.fromisoformat(date),
+        message=message,
+        changes=changes,
+    )
 
 
 def _parse_raw(tokens: list[str]) -> Iterator[Change]:

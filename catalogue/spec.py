@@ -1,16 +1,38 @@
 """The validated, immutable shape of a recipe (SPEC §1–§4).
 
-Defaults live here, in one place; `recipe.py` fills these from a file and
+Defaults live here, in one place; `catalogue.recipe` fills these from a file and
 `budgets/plan.py` reads them. Pure: no Django, no I/O.
 """
+
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from budgets.units import BOOK
 
-KINDS = {"webs": "web", "tasks": "task"}  # folder -> kind
-FOLDERS = {kind: folder for folder, kind in KINDS.items()}
+
+class Kind(enum.StrEnum):
+    """What a recipe drives: a real browser (web) or no browser (task). A StrEnum, so a kind
+    compares equal to the word users type and stored rows keep the plain word."""
+
+    WEB = "web"
+    TASK = "task"
+
+    @property
+    def folder(self) -> str:
+        """The folder under `.rysh/automations/` that holds recipes of this kind."""
+        return _FOLDER_OF[self]
+
+    @classmethod
+    def of_folder(cls, folder: str) -> Kind:
+        return KINDS[folder]
+
+
+_FOLDER_OF = {Kind.WEB: "webs", Kind.TASK: "tasks"}
+# The same facts as lookups; a plain "web" or "webs" finds its entry too.
+KINDS = {kind.folder: kind for kind in Kind}  # folder -> kind
+FOLDERS = {kind: kind.folder for kind in Kind}  # kind -> folder
 
 DEFAULT_INTERVAL = 50
 MAX_INTERVAL = 500
@@ -57,7 +79,7 @@ class WhileSpec:
 @dataclass(frozen=True)
 class RecipeSpec:
     path: str  # as given, for messages
-    kind: str  # "web" | "task"
+    kind: Kind
     name: str
     prompt: str
     description: str = ""

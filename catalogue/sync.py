@@ -6,6 +6,7 @@ branch — ours or pushed from outside — becomes a version with its author, da
 reads only the files those commits touched. A synced commit that is no longer an ancestor of
 the head (a rewritten history) falls back to a full read of the head's history.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,15 +18,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from catalogue.models import Recipe, RecipeVersion, RepoState
-from catalogue.plan_report import worst_case_money
-from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
-from catalogue.signals import recipes_synced
-from catalogue.spec import KINDS
-from catalogue.repo import Change, Commit, GitRepo, RepoError, open_repo, split_recipe_path
 from budgets.plan import resolve
 from budgets.prices import format_money
 from budgets.units import format_tokens
+from catalogue.models import Recipe, RecipeVersion, RepoState
+from catalogue.plan_report import models_for, worst_case_money
+from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
+from catalogue.repo import Change, Commit, GitRepo, RepoError, open_repo, split_recipe_path
+from catalogue.signals import recipes_synced
+from catalogue.spec import Kind
 
 log = logging.getLogger(__name__)
 
@@ -43,15 +44,14 @@ class SyncResult:
     files_read: int = 0  # file contents read from git
 
     def line(self) -> str:
-        return (f"synced: {self.recipes} recipes, {self.changed} changed, {self.invalid} invalid, "
-                f"{self.seconds:.2f}s")
+        return f"synced: {self.recipes} recipes, {self.changed} changed, {self.invalid} invalid, {self.seconds:.2f}s"
 
 
 @dataclass
 class _Seen:
     """What the walk learned about one recipe path, in commit order."""
 
-    kind: str
+    kind: Kind
     name: str
     path: str
     versions: list  # unsaved RecipeVersion rows, oldest first
@@ -85,8 +85,7 @@ def recipes_sync(*, repo: str | None = None, branch: str | None = None) -> SyncR
                 RepoState.objects.filter(pk=state.pk).update(synced_at=timezone.now())
         if claimed:
             recipes_synced.send(sender=RepoState)  # schedules follow recipes' `schedule:`
-            return _result(started, head, changed=changed, versions=created,
-                           files_read=git.blobs_read)
+            return _result(started, head, changed=changed, versions=created, files_read=git.blobs_read)
         state.refresh_from_db()
     raise RepoError(f"{location}: gave up after repeated concurrent syncs")
 
@@ -94,8 +93,7 @@ def recipes_sync(*, repo: str | None = None, branch: str | None = None) -> SyncR
 def recipe_for_run(*, kind: str, name: str) -> tuple[Recipe, RecipeVersion] | None:
     """The recipe and the version that runs: its last valid one, even when a newer version is
     broken. None when it is not in the catalogue, archived, or has never been valid."""
-    recipe = (Recipe.objects.select_related("good")
-              .filter(kind=kind, name=name, archived=False).first())
+    recipe = Recipe.objects.select_related("good").filter(kind=kind, name=name, archived=False).first()
     if recipe is None or recipe.good is None:
         return None
     return recipe, recipe.good
@@ -108,15 +106,24 @@ def parse_version(text: str, *, path: str, kind: str, name: str) -> dict:
     except RecipeError as exc:
         return {"valid": False, "errors": [str(i) for i in exc.issues], "spec": {}, "plan": {}}
     plan = resolve(spec.do, spec.loop_while)
-    executor = spec.executor_model or settings.RYSH_EXECUTOR_MODEL
-    judge = spec.judge or settings.RYSH_JUDGE_MODEL
+    executor, judge = models_for(spec)
     money = worst_case_money(plan, executor=executor, judge=judge)
-    return {"valid": True, "errors": [], "spec": dataclasses.asdict(spec), "plan": {
-        "worst_tokens": plan.worst_tokens, "worst_display": format_tokens(plan.worst_tokens),
-        "worst_money": format_money(money), "money": str(money) if money is not None else None,
-        "passes": plan.passes, "executor": executor, "judge": judge,
-        "summary": plan.summary_lines(), "warnings": [*spec.warnings, *plan.warnings],
-    }}
+    return {
+        "valid": True,
+        "errors": [],
+        "spec": dataclasses.asdict(spec),
+        "plan": {
+            "worst_tokens": plan.worst_tokens,
+            "worst_display": format_tokens(plan.worst_tokens),
+            "worst_money": format_money(money),
+            "money": str(money) if money is not None else None,
+            "passes": plan.passes,
+            "executor": executor,
+            "judge": judge,
+            "summary": plan.summary_lines(),
+            "warnings": [*spec.warnings, *plan.warnings],
+        },
+    }
 
 
 # --- reading git ------------------------------------------------------------------------------
@@ -127,13 +134,13 @@ def _walk(git: GitRepo, since: str | None, head: str) -> dict[str, _Seen]:
     reconciled with the head so the last version always is the file as the head has it."""
     commits = git.log(since, head)
     final = {c.path: c for c in git.changes(since, head) if split_recipe_path(c.path)}
-    touched = [(commit, change) for commit in commits for change in commit.changes
-               if split_recipe_path(change.path)]
+    touched = [(commit, change) for commit in commits for change in commit.changes if split_recipe_path(change.path)]
     # A file that only ever appears in the final state (a history the first-parent walk does
     # not fully explain) is attributed to the head commit.
     head_commit = None
-    blobs = git.read_blobs([c.blob for _, c in touched if c.status != "D"]
-                           + [c.blob for c in final.values() if c.status != "D"])
+    blobs = git.read_blobs(
+        [c.blob for _, c in touched if c.status != "D"] + [c.blob for c in final.values() if c.status != "D"]
+    )
     seen: dict[str, _Seen] = {}
     for commit, change in touched:
         _record(seen, commit, change, blobs)
@@ -143,7 +150,7 @@ def _walk(git: GitRepo, since: str | None, head: str) -> dict[str, _Seen]:
         if change.status == "D":
             if entry is None:
                 folder, name = split_recipe_path(path)
-                seen[path] = _Seen(KINDS[folder], name, path, [], exists=False)
+                seen[path] = _Seen(Kind.of_folder(folder), name, path, [], exists=False)
             else:
                 entry.exists = False
         elif last is None or last.blob_sha != change.blob or not entry.exists:
@@ -154,7 +161,7 @@ def _walk(git: GitRepo, since: str | None, head: str) -> dict[str, _Seen]:
 
 def _record(seen: dict[str, _Seen], commit: Commit, change: Change, blobs: dict) -> None:
     folder, name = split_recipe_path(change.path)
-    kind = KINDS[folder]
+    kind = Kind.of_folder(folder)
     entry = seen.setdefault(change.path, _Seen(kind, name, change.path, []))
     if change.status == "D":
         entry.exists = False
@@ -163,12 +170,23 @@ def _record(seen: dict[str, _Seen], commit: Commit, change: Change, blobs: dict)
     if any(v.commit_sha == commit.sha for v in entry.versions):
         entry.versions = [v for v in entry.versions if v.commit_sha != commit.sha]
     text, decode_error = _decode(blobs[change.blob], change.path)
-    fields = (parse_version(text, path=change.path, kind=kind, name=name)
-              if decode_error is None else
-              {"valid": False, "errors": [decode_error], "spec": {}, "plan": {}})
-    entry.versions.append(RecipeVersion(
-        commit_sha=commit.sha, author=commit.author, committed_at=commit.date,
-        message=commit.message, path=change.path, text=text, blob_sha=change.blob, **fields))
+    fields = (
+        parse_version(text, path=change.path, kind=kind, name=name)
+        if decode_error is None
+        else {"valid": False, "errors": [decode_error], "spec": {}, "plan": {}}
+    )
+    entry.versions.append(
+        RecipeVersion(
+            commit_sha=commit.sha,
+            author=commit.author,
+            committed_at=commit.date,
+            message=commit.message,
+            path=change.path,
+            text=text,
+            blob_sha=change.blob,
+            **fields,
+        )
+    )
 
 
 def _decode(data: bytes, path: str) -> tuple[str, str | None]:
@@ -176,8 +194,7 @@ def _decode(data: bytes, path: str) -> tuple[str, str | None]:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
         label = path.rsplit("/", 1)[-1]
-        issue = RecipeIssue(label, None, "file",
-                            f"is not UTF-8 text ({exc.reason} at byte {exc.start})")
+        issue = RecipeIssue(label, None, "file", f"is not UTF-8 text ({exc.reason} at byte {exc.start})")
         return data.decode("utf-8", errors="replace"), str(issue)
 
 
@@ -194,8 +211,9 @@ def _apply(seen: dict[str, _Seen], *, full: bool) -> tuple[int, int]:
                 recipes[(recipe.kind, recipe.name)] = recipe
     # a file added and deleted again before anyone synced still leaves its history behind;
     # a deletion of something never seen leaves nothing
-    new = [Recipe(kind=k, name=n, path=e.path) for (k, n), e in by_target.items()
-           if (k, n) not in recipes and e.versions]
+    new = [
+        Recipe(kind=k, name=n, path=e.path) for (k, n), e in by_target.items() if (k, n) not in recipes and e.versions
+    ]
     for recipe in Recipe.objects.bulk_create(new, batch_size=500):
         recipes[(recipe.kind, recipe.name)] = recipe
     ids = _version_ids(recipes, by_target)
@@ -222,8 +240,7 @@ def _version_ids(recipes: dict, by_target: dict) -> dict[tuple[int, str], tuple[
     wanted = {r.pk for r in recipes.values()}
     found = {}
     for chunk in _chunks(shas):
-        rows = RecipeVersion.objects.filter(commit_sha__in=chunk).values_list(
-            "recipe_id", "commit_sha", "id", "valid")
+        rows = RecipeVersion.objects.filter(commit_sha__in=chunk).values_list("recipe_id", "commit_sha", "id", "valid")
         for recipe_id, sha, pk, valid in rows:
             if recipe_id in wanted:
                 found[(recipe_id, sha)] = (pk, valid)
@@ -250,13 +267,17 @@ def _point(recipes: dict, by_target: dict, ids: dict) -> int:
 
 def _chunks(items: list, size: int = 500):
     for at in range(0, len(items), size):
-        yield items[at:at + size]
+        yield items[at : at + size]
 
 
-def _result(started: float, head: str, *, changed: int, versions: int,
-            files_read: int) -> SyncResult:
+def _result(started: float, head: str, *, changed: int, versions: int, files_read: int) -> SyncResult:
     active = Recipe.objects.filter(archived=False)
     return SyncResult(
-        recipes=active.count(), changed=changed,
+        recipes=active.count(),
+        changed=changed,
         invalid=active.filter(latest__valid=False).count(),
-        seconds=time.monotonic() - started, head=head, versions=versions, files_read=files_read)
+        seconds=time.monotonic() - started,
+        head=head,
+        versions=versions,
+        files_read=files_read,
+    )

@@ -1,4 +1,5 @@
 """django-q2 entry point for the recipe sync, and the schedule that calls it every minute."""
+
 from __future__ import annotations
 
 from django_q.models import Schedule
@@ -17,7 +18,6 @@ def sync_task() -> str:
 def ensure_sync_schedule() -> Schedule:
     """One schedule, every minute; running it again changes nothing."""
     schedule, _ = Schedule.objects.update_or_create(
-        name=SCHEDULE_NAME,
-        defaults={"func": SYNC_FUNC, "schedule_type": Schedule.MINUTES, "minutes": 1,
-                  "repeats": -1})
+        name=SCHEDULE_NAME, defaults={"func": SYNC_FUNC, "schedule_type": Schedule.MINUTES, "minutes": 1, "repeats": -1}
+    )
     return schedule

@@ -3,13 +3,14 @@
 The git-backed catalogue (sync, versions, review) builds on this; here a name
 or a path becomes a file, and the tree becomes a list of parsed recipes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
 from catalogue.recipe import RecipeError, load_recipe
-from catalogue.spec import FOLDERS, KINDS, RecipeSpec
+from catalogue.spec import FOLDERS, KINDS, Kind, RecipeSpec
 
 AUTOMATIONS = Path(".rysh") / "automations"
 
@@ -17,7 +18,7 @@ AUTOMATIONS = Path(".rysh") / "automations"
 @dataclass(frozen=True)
 class RecipeFile:
     path: Path
-    kind: str
+    kind: Kind
     name: str
     spec: RecipeSpec | None
     error: RecipeError | None
@@ -32,8 +33,7 @@ def find_recipe(name_or_path: str, *, kind: str, root: str | Path) -> Path:
         return given
     candidate = Path(root) / AUTOMATIONS / FOLDERS[kind] / f"{name_or_path}.md"
     if not candidate.is_file():
-        raise FileNotFoundError(
-            f"no {kind} recipe named {name_or_path!r}: looked for {candidate}")
+        raise FileNotFoundError(f"no {kind} recipe named {name_or_path!r}: looked for {candidate}")
     return candidate
 
 

@@ -1,4 +1,5 @@
 """The offline web demo's target: a public toy site (no login), see views.py."""
+
 from django.urls import path
 
 from demo_site import views

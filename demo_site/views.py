@@ -5,27 +5,28 @@ like Medium for the seeds' publishing recipe — write a story, save it as a dra
 the draft. Stories live in the visitor's session, so each browser profile has its own and
 a draft saved in one pass is still there in the next.
 """
+
 from __future__ import annotations
 
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 SESSION_KEY = "demo_site_stories"
 
 
-def _stories(request) -> list[dict]:
+def _stories(request: HttpRequest) -> list[dict]:
     return request.session.setdefault(SESSION_KEY, [])
 
 
-def _story(request, number: int) -> dict:
+def _story(request: HttpRequest, number: int) -> dict:
     for story in _stories(request):
         if story["id"] == number:
             return story
     raise Http404("no such story")
 
 
-def editor(request):
+def editor(request: HttpRequest) -> HttpResponse:
     """The start page: a new story."""
     error, title, body = "", "", ""
     if request.method == "POST":
@@ -34,34 +35,39 @@ def editor(request):
             error = "A story needs a title and some text."
         else:
             stories = _stories(request)
-            story = {"id": max([s["id"] for s in stories] + [0]) + 1, "title": title[:200],
-                     "body": body[:20000], "published": False}
+            story = {
+                "id": max([s["id"] for s in stories] + [0]) + 1,
+                "title": title[:200],
+                "body": body[:20000],
+                "published": False,
+            }
             stories.append(story)
             request.session.modified = True
             return redirect("demo_site_story", number=story["id"])
-    return render(request, "demo_site/editor.html", {"error": error, "title": title, "body": body},
-                  status=400 if error else 200)
+    return render(
+        request, "demo_site/editor.html", {"error": error, "title": title, "body": body}, status=400 if error else 200
+    )
 
 
-def stories(request):
+def stories(request: HttpRequest) -> HttpResponse:
     mine = _stories(request)
     drafts = [s for s in reversed(mine) if not s["published"]]
     published = [s for s in reversed(mine) if s["published"]]
     return render(request, "demo_site/stories.html", {"drafts": drafts, "published": published})
 
 
-def story(request, number: int):
+def story(request: HttpRequest, number: int) -> HttpResponse:
     return render(request, "demo_site/story.html", {"story": _story(request, number)})
 
 
 @require_POST
-def publish(request, number: int):
+def publish(request: HttpRequest, number: int) -> HttpResponse:
     _story(request, number)["published"] = True
     request.session.modified = True
     return redirect("demo_site_public", number=number)
 
 
-def public(request, number: int):
+def public(request: HttpRequest, number: int) -> HttpResponse:
     story = _story(request, number)
     if not story["published"]:
         raise Http404("not published")

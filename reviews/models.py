@@ -1,4 +1,5 @@
 """Change requests: a recipe edit committed to a review branch, discussed, then merged."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -26,8 +27,9 @@ class ChangeAction(models.TextChoices):
 
 class ChangeRequest(models.Model):
     title = models.CharField(max_length=300)
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
-                               related_name="change_requests")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="change_requests"
+    )
     action = models.CharField(max_length=10, choices=ChangeAction.choices)
     kind = models.CharField(max_length=8)
     name = models.CharField(max_length=200)  # the recipe as it is on the tracked branch
@@ -44,12 +46,12 @@ class ChangeRequest(models.Model):
     base_text = models.TextField(blank=True)
     proposed_text = models.TextField(blank=True)
 
-    state = models.CharField(max_length=20, choices=ChangeState.choices, default=ChangeState.OPEN,
-                             db_index=True)
+    state = models.CharField(max_length=20, choices=ChangeState.choices, default=ChangeState.OPEN, db_index=True)
     conflicts = models.JSONField(default=list, blank=True)  # paths, when state is conflict
     merged_sha = models.CharField(max_length=64, blank=True)
-    merged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                  on_delete=models.SET_NULL, related_name="+")
+    merged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     merged_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -79,10 +81,10 @@ class Verdict(models.TextChoices):
 
 
 class ReviewComment(models.Model):
-    change_request = models.ForeignKey(ChangeRequest, on_delete=models.CASCADE,
-                                       related_name="comments")
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                               on_delete=models.SET_NULL, related_name="+")
+    change_request = models.ForeignKey(ChangeRequest, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     verdict = models.CharField(max_length=20, choices=Verdict.choices, default=Verdict.COMMENT)
     body = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -6,6 +6,7 @@ merge commit built without a checkout), moves the branch with a compare-and-swap
 push for a remote), then syncs. A merge that conflicts leaves the tracked branch and the review
 branch as they were and says which files clash.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -21,13 +22,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from reviews.models import ChangeRequest, ReviewComment
-from reviews.models import OPEN_STATES, ChangeAction, ChangeState, Verdict
 from catalogue.recipe import NAME_RE
-from catalogue.spec import FOLDERS
 from catalogue.repo import GitRepo, Identity, PushRejected, RepoError, open_repo, recipe_path
-from rysh_site.roles import require, user_can
+from catalogue.spec import FOLDERS
 from catalogue.sync import parse_version, recipes_sync
+from reviews.models import OPEN_STATES, ChangeAction, ChangeRequest, ChangeState, ReviewComment, Verdict
+from rysh_site.roles import require, user_can
 
 log = logging.getLogger(__name__)
 MERGE_ATTEMPTS = 3
@@ -55,8 +55,9 @@ def identity_for(user) -> Identity:
 # --- opening a change request --------------------------------------------------------------------
 
 
-def change_request_open(*, user, kind: str, name: str, text: str, message: str = "",
-                        create: bool = False) -> ChangeRequest:
+def change_request_open(
+    *, user, kind: str, name: str, text: str, message: str = "", create: bool = False
+) -> ChangeRequest:
     """An edit of a recipe (or a new one, `create=True`) committed to a review branch."""
     require(user, "edit")
     _check_target(kind, name)
@@ -72,13 +73,23 @@ def change_request_open(*, user, kind: str, name: str, text: str, message: str =
         raise ReviewError("nothing changed: the text is the same as on the tracked branch")
     action = ChangeAction.CREATE if create else ChangeAction.EDIT
     verb = "Create" if create else "Edit"
-    return _open(git, user=user, action=action, kind=kind, name=name, path="" if create else path,
-                 new_path=path, base=base, base_text=base_text or "", proposed_text=text,
-                 files={path: text}, message=message or f"{verb} {kind}/{name}")
+    return _open(
+        git,
+        user=user,
+        action=action,
+        kind=kind,
+        name=name,
+        path="" if create else path,
+        new_path=path,
+        base=base,
+        base_text=base_text or "",
+        proposed_text=text,
+        files={path: text},
+        message=message or f"{verb} {kind}/{name}",
+    )
 
 
-def change_request_rename(*, user, kind: str, name: str, new_name: str,
-                          message: str = "") -> ChangeRequest:
+def change_request_rename(*, user, kind: str, name: str, new_name: str, message: str = "") -> ChangeRequest:
     require(user, "edit")
     _check_target(kind, new_name)
     if new_name == name:
@@ -90,10 +101,21 @@ def change_request_rename(*, user, kind: str, name: str, new_name: str,
         raise ReviewError(f"{kind}/{name} is not on {branch} any more")
     if git.read_file(base, new_path) is not None:
         raise ReviewError(f"{kind}/{new_name} already exists")
-    return _open(git, user=user, action=ChangeAction.RENAME, kind=kind, name=name,
-                 new_name=new_name, path=path, new_path=new_path, base=base, base_text=text,
-                 proposed_text=text, files={path: None, new_path: text},
-                 message=message or f"Rename {kind}/{name} to {kind}/{new_name}")
+    return _open(
+        git,
+        user=user,
+        action=ChangeAction.RENAME,
+        kind=kind,
+        name=name,
+        new_name=new_name,
+        path=path,
+        new_path=new_path,
+        base=base,
+        base_text=text,
+        proposed_text=text,
+        files={path: None, new_path: text},
+        message=message or f"Rename {kind}/{name} to {kind}/{new_name}",
+    )
 
 
 def change_request_delete(*, user, kind: str, name: str, message: str = "") -> ChangeRequest:
@@ -103,9 +125,20 @@ def change_request_delete(*, user, kind: str, name: str, message: str = "") -> C
     text = git.read_file(base, path)
     if text is None:
         raise ReviewError(f"{kind}/{name} is not on {branch} any more")
-    return _open(git, user=user, action=ChangeAction.DELETE, kind=kind, name=name, path=path,
-                 new_path="", base=base, base_text=text, proposed_text="", files={path: None},
-                 message=message or f"Delete {kind}/{name}")
+    return _open(
+        git,
+        user=user,
+        action=ChangeAction.DELETE,
+        kind=kind,
+        name=name,
+        path=path,
+        new_path="",
+        base=base,
+        base_text=text,
+        proposed_text="",
+        files={path: None},
+        message=message or f"Delete {kind}/{name}",
+    )
 
 
 def normalize_text(text: str) -> str:
@@ -118,8 +151,10 @@ def _check_target(kind: str, name: str) -> None:
     if kind not in FOLDERS:
         raise ReviewError(f"kind must be web or task, got {kind!r}")
     if not NAME_RE.match(name or ""):
-        raise ReviewError(f"{name!r} is not a recipe name: use lowercase letters, digits, "
-                          "'.', '_' or '-', starting with a letter or digit")
+        raise ReviewError(
+            f"{name!r} is not a recipe name: use lowercase letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit"
+        )
 
 
 def _tracked() -> tuple[GitRepo, str, str]:
@@ -132,8 +167,13 @@ def _tracked() -> tuple[GitRepo, str, str]:
 def _open(git: GitRepo, *, user, message: str, files: dict, base: str, **fields) -> ChangeRequest:
     message = normalize_text(message).strip()
     change = ChangeRequest.objects.create(
-        author=user, title=message.splitlines()[0][:300], repo=settings.RYSH_RECIPES_REPO,
-        target_branch=settings.RYSH_RECIPES_BRANCH, base_sha=base, **fields)
+        author=user,
+        title=message.splitlines()[0][:300],
+        repo=settings.RYSH_RECIPES_REPO,
+        target_branch=settings.RYSH_RECIPES_BRANCH,
+        base_sha=base,
+        **fields,
+    )
     change.branch = f"rysh/cr-{change.pk}-{_slug(change.new_name or change.name)}"
     try:
         tree = git.write_tree(base, files)
@@ -154,8 +194,7 @@ def _slug(name: str) -> str:
 # --- revising, discussing, deciding --------------------------------------------------------------
 
 
-def change_request_update(*, change: ChangeRequest, user, text: str,
-                          message: str = "") -> ChangeRequest:
+def change_request_update(*, change: ChangeRequest, user, text: str, message: str = "") -> ChangeRequest:
     """A new revision from the author. In conflict, it is committed on top of both the review
     branch and the tracked branch's head, with the author's text: that resolves the conflict."""
     require(user, "edit")
@@ -178,8 +217,7 @@ def change_request_update(*, change: ChangeRequest, user, text: str,
     else:
         parents, tree_base = [tip], tip
     message = normalize_text(message).strip() or f"Revise {change.target}"
-    new = git.commit_tree(git.write_tree(tree_base, files), parents, message,
-                          author=identity_for(user))
+    new = git.commit_tree(git.write_tree(tree_base, files), parents, message, author=identity_for(user))
     git.publish(change.branch, new, tip)
     if len(parents) == 2:  # the change now sits on the current head: diff against that
         change.base_sha = parents[1]
@@ -187,8 +225,7 @@ def change_request_update(*, change: ChangeRequest, user, text: str,
     change.head_sha, change.proposed_text = new, text
     change.state, change.conflicts = ChangeState.OPEN, []
     change.save()
-    ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.UPDATE,
-                                 body=message)
+    ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.UPDATE, body=message)
     _sync_quietly()
     return change
 
@@ -205,9 +242,9 @@ def change_request_request_changes(*, change: ChangeRequest, user, body: str = "
     _require_reviewer(change, user, "request changes on")
     # Only an open request changes state; one merged meanwhile stays merged.
     ChangeRequest.objects.filter(pk=change.pk, state__in=[ChangeState.OPEN]).update(
-        state=ChangeState.CHANGES_REQUESTED, updated_at=timezone.now())
-    ReviewComment.objects.create(change_request=change, author=user,
-                                 verdict=Verdict.REQUEST_CHANGES, body=body.strip())
+        state=ChangeState.CHANGES_REQUESTED, updated_at=timezone.now()
+    )
+    ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.REQUEST_CHANGES, body=body.strip())
     change.refresh_from_db()
     return change
 
@@ -216,10 +253,15 @@ def change_request_close(*, change: ChangeRequest, user) -> ChangeRequest:
     if change.author_id != user.pk and not user_can(user, "admin"):
         raise PermissionDenied("only the author (or an admin) can close a change request")
     if not ChangeRequest.objects.filter(pk=change.pk, state__in=OPEN_STATES).update(
-            state=ChangeState.CLOSED, updated_at=timezone.now()):
+        state=ChangeState.CLOSED, updated_at=timezone.now()
+    ):
         raise ReviewError("this change request is not open")
-    ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.EVENT,
-                                 body=f"Closed without merging; the branch {change.branch} is kept.")
+    ReviewComment.objects.create(
+        change_request=change,
+        author=user,
+        verdict=Verdict.EVENT,
+        body=f"Closed without merging; the branch {change.branch} is kept.",
+    )
     change.refresh_from_db()
     return change
 
@@ -233,10 +275,8 @@ def change_request_approve(*, change: ChangeRequest, user) -> ChangeRequest:
     # A claim left behind by a process that died mid-merge expires; merging again is safe
     # (a tip already in the branch is recognised as merged).
     now = timezone.now()
-    claimable = Q(state__in=OPEN_STATES) | Q(state=ChangeState.MERGING,
-                                            updated_at__lt=now - MERGE_CLAIM_EXPIRES)
-    if not ChangeRequest.objects.filter(claimable, pk=change.pk).update(
-            state=ChangeState.MERGING, updated_at=now):
+    claimable = Q(state__in=OPEN_STATES) | Q(state=ChangeState.MERGING, updated_at__lt=now - MERGE_CLAIM_EXPIRES)
+    if not ChangeRequest.objects.filter(claimable, pk=change.pk).update(state=ChangeState.MERGING, updated_at=now):
         raise ReviewError("this change request is not open (merged or closed meanwhile)")
     if previous == ChangeState.MERGING:
         previous = ChangeState.OPEN
@@ -251,18 +291,25 @@ def change_request_approve(*, change: ChangeRequest, user) -> ChangeRequest:
         change.state, change.conflicts = ChangeState.CONFLICT, list(conflicts)
         change.save(update_fields=["state", "conflicts", "updated_at"])
         ReviewComment.objects.create(
-            change_request=change, verdict=Verdict.EVENT,
-            body=(f"Not merged: {change.target_branch} has moved and the merge conflicts in "
-                  f"{', '.join(conflicts)}. Nothing was lost: {change.target_branch} and the "
-                  f"branch {change.branch} are as they were. The author can revise the change "
-                  f"on top of the current {change.target_branch} to resolve it."))
+            change_request=change,
+            verdict=Verdict.EVENT,
+            body=(
+                f"Not merged: {change.target_branch} has moved and the merge conflicts in "
+                f"{', '.join(conflicts)}. Nothing was lost: {change.target_branch} and the "
+                f"branch {change.branch} are as they were. The author can revise the change "
+                f"on top of the current {change.target_branch} to resolve it."
+            ),
+        )
         return change
     with transaction.atomic():
         change.state, change.conflicts = ChangeState.MERGED, []
         change.merged_sha, change.merged_by, change.merged_at = merged_sha, user, timezone.now()
         change.save()
-        ReviewComment.objects.create(change_request=change, verdict=Verdict.EVENT,
-                                     body=f"Merged into {change.target_branch} as {merged_sha[:10]}.")
+        ReviewComment.objects.create(
+            change_request=change,
+            verdict=Verdict.EVENT,
+            body=f"Merged into {change.target_branch} as {merged_sha[:10]}.",
+        )
     _sync_quietly()
     return change
 
@@ -279,10 +326,12 @@ def _merge(change: ChangeRequest, user) -> tuple[str | None, tuple[str, ...]]:
         git.refresh(change.target_branch)
         target = git.head(change.target_branch)
         merge = git.merge(
-            target=target, tip=change.head_sha,
-            message=(f"Merge change request #{change.pk}: {change.title}\n\n"
-                     f"Approved by {identity_for(user).name}."),
-            author=identity_for(change.author), committer=identity_for(user))
+            target=target,
+            tip=change.head_sha,
+            message=(f"Merge change request #{change.pk}: {change.title}\n\nApproved by {identity_for(user).name}."),
+            author=identity_for(change.author),
+            committer=identity_for(user),
+        )
         if merge.sha is None:
             return None, merge.conflicts
         if merge.sha == target:
@@ -290,8 +339,7 @@ def _merge(change: ChangeRequest, user) -> tuple[str | None, tuple[str, ...]]:
         try:
             git.publish(change.target_branch, merge.sha, target)
         except PushRejected:
-            log.info("%s moved while merging change request #%s; trying again",
-                     change.target_branch, change.pk)
+            log.info("%s moved while merging change request #%s; trying again", change.target_branch, change.pk)
             continue
         return merge.sha, ()
     raise ReviewError(f"{change.target_branch} kept moving; try again in a moment")
@@ -375,8 +423,7 @@ class PlanDelta:
         """`worst case 20b → 25b, +$15.00` — what this change does to tonight's bill."""
         line = f"worst case {self.before.worst_display} → {self.after.worst_display}"
         delta = self.money_delta
-        if delta is not None and (self.before.worst_tokens is not None
-                                  or self.after.worst_tokens is not None):
+        if delta is not None and (self.before.worst_tokens is not None or self.after.worst_tokens is not None):
             sign = "+" if delta >= 0 else "−"
             line += f", {sign}${abs(delta):,.2f}"
         return line
@@ -395,11 +442,8 @@ def plan_side(text: str | None, *, kind: str, name: str, path: str = "") -> Plan
         return PlanSide(True, False, tuple(parsed["errors"]), (), None, "invalid", None)
     plan = parsed["plan"]
     money = Decimal(plan["money"]) if plan["money"] is not None else None
-    return PlanSide(True, True, (), tuple(plan["summary"]), plan["worst_tokens"],
-                    plan["worst_display"], money)
+    return PlanSide(True, True, (), tuple(plan["summary"]), plan["worst_tokens"], plan["worst_display"], money)
 
 
-def plan_delta(before: str | None, after: str | None, *, kind: str, name: str,
-               new_name: str = "") -> PlanDelta:
-    return PlanDelta(plan_side(before, kind=kind, name=name),
-                     plan_side(after, kind=kind, name=new_name or name))
+def plan_delta(before: str | None, after: str | None, *, kind: str, name: str, new_name: str = "") -> PlanDelta:
+    return PlanDelta(plan_side(before, kind=kind, name=name), plan_side(after, kind=kind, name=new_name or name))

@@ -13,7 +13,6 @@ urlpatterns = [
     path("changes/<int:pk>/edit/", editor.change_edit, name="change_edit"),
     path("changes/<int:pk>/comment/", review.change_comment, name="change_comment"),
     path("changes/<int:pk>/approve/", review.change_approve, name="change_approve"),
-    path("changes/<int:pk>/request-changes/", review.change_request_changes,
-         name="change_request_changes"),
+    path("changes/<int:pk>/request-changes/", review.change_request_changes, name="change_request_changes"),
     path("changes/<int:pk>/close/", review.change_close, name="change_close"),
 ]

@@ -12,20 +12,20 @@ Patterns, one per `approve:` entry:
 The engine asks `gate()`, then records the request and waits (`wait()`) polling the
 database, so any web server or CLI can answer from any process.
 """
+
 from __future__ import annotations
 
 import fnmatch
 import time
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Callable
 
 from django.db import transaction
 from django.utils import timezone
 
-from runs import events
-from runs.models import Approval, Run
-from runs.models import ApprovalState, RunState
 from budgets.units import format_duration
+from runs import events
+from runs.models import Approval, ApprovalState, Run, RunState
 
 POLL_SECONDS = 0.5
 
@@ -45,21 +45,32 @@ def gate(patterns: tuple[str, ...] | list[str], tool: str, subjects: list[str]) 
     return None
 
 
-def request(run: Run, *, pass_number: int, step_number: int, call: dict, pattern: str, subject: str,
-            timeout_seconds: int) -> Approval:
+def request(
+    run: Run, *, pass_number: int, step_number: int, call: dict, pattern: str, subject: str, timeout_seconds: int
+) -> Approval:
     """Record the request and put the run in `awaiting approval`."""
     with transaction.atomic():
         approval = Approval.objects.create(
-            run=run, pass_number=pass_number, step_number=step_number, tool_name=call["name"],
-            tool_input=call.get("input") or {}, pattern=pattern, subject=subject[:500],
-            expires_at=timezone.now() + timedelta(seconds=timeout_seconds))
+            run=run,
+            pass_number=pass_number,
+            step_number=step_number,
+            tool_name=call["name"],
+            tool_input=call.get("input") or {},
+            pattern=pattern,
+            subject=subject[:500],
+            expires_at=timezone.now() + timedelta(seconds=timeout_seconds),
+        )
         Run.objects.filter(pk=run.pk, state=RunState.RUNNING).update(state=RunState.AWAITING_APPROVAL)
     run.state = RunState.AWAITING_APPROVAL
     what = f" ({subject!r} matches {pattern})" if subject else f" ({pattern})"
-    events.record(run, "approval.requested",
-                  f"awaiting approval #{approval.pk}: {approval.action_text}{what}; answer with "
-                  f"`auto {run.kind} approve|reject #{run.pk} [REASON]` or on the run page, within "
-                  f"{format_duration(timeout_seconds)}", approval=approval.pk)
+    events.record(
+        run,
+        "approval.requested",
+        f"awaiting approval #{approval.pk}: {approval.action_text}{what}; answer with "
+        f"`auto {run.kind} approve|reject #{run.pk} [REASON]` or on the run page, within "
+        f"{format_duration(timeout_seconds)}",
+        approval=approval.pk,
+    )
     return approval
 
 
@@ -85,16 +96,28 @@ def wait(approval: Approval, *, interrupted: Callable[[], str | None], poll: flo
 
 def settle(approval: Approval, state: str, reason: str, user=None) -> bool:
     """pending -> answered, once: of two people answering at once, the first wins."""
-    done = Approval.objects.filter(pk=approval.pk, state=ApprovalState.PENDING).update(
-        state=state, reason=reason, answered_by=user, answered_at=timezone.now()) == 1
+    done = (
+        Approval.objects.filter(pk=approval.pk, state=ApprovalState.PENDING).update(
+            state=state, reason=reason, answered_by=user, answered_at=timezone.now()
+        )
+        == 1
+    )
     if done:
         approval.refresh_from_db()
         who = f" by {user}" if user is not None else ""
-        label = {ApprovalState.APPROVED: "approved", ApprovalState.REJECTED: "rejected",
-                 ApprovalState.EXPIRED: "not answered in time", ApprovalState.CANCELLED: "withdrawn"}[state]
-        events.record(approval.run, "approval.answered",
-                      f"approval #{approval.pk} {label}{who}" + (f": {reason}" if reason else ""),
-                      approval=approval.pk, state=state)
+        label = {
+            ApprovalState.APPROVED: "approved",
+            ApprovalState.REJECTED: "rejected",
+            ApprovalState.EXPIRED: "not answered in time",
+            ApprovalState.CANCELLED: "withdrawn",
+        }[state]
+        events.record(
+            approval.run,
+            "approval.answered",
+            f"approval #{approval.pk} {label}{who}" + (f": {reason}" if reason else ""),
+            approval=approval.pk,
+            state=state,
+        )
     return done
 
 

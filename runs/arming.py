@@ -3,15 +3,16 @@
 Deterministic, so any worker re-arms a run exactly as it was started (the plan is also
 snapshotted on the Run for display).
 """
+
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-from catalogue.recipe import parse_recipe, render
-from catalogue.spec import RecipeSpec
 from budgets.plan import Plan, resolve
 from budgets.units import parse_duration, parse_tokens
+from catalogue.recipe import parse_recipe, render
+from catalogue.spec import RecipeSpec
 
 # per-run override -> (where in the spec, how to parse it)
 OVERRIDES = {
@@ -89,16 +90,16 @@ def first_message(spec: RecipeSpec, args: list[str], output_dir: str) -> str:
     return render(spec.prompt, spec=spec, args=args, output_dir=output_dir)
 
 
-def seeded_message(spec: RecipeSpec, args: list[str], output_dir: str, *, number: int,
-                   result: tuple[str, str] | None, reason: str) -> str:
+def seeded_message(
+    spec: RecipeSpec, args: list[str], output_dir: str, *, number: int, result: tuple[str, str] | None, reason: str
+) -> str:
     """Pass N > 1: a fresh session seeded with the artifact, not the transcript."""
     fill = lambda text: render(text, spec=spec, args=args, output_dir=output_dir)  # noqa: E731
     if result is None:
         previous = "The previous pass saved no result file."
     else:
         name, text = result
-        previous = (f"The previous pass saved this result ({name}):\n"
-                    f"<previous_result>\n{text}\n</previous_result>")
+        previous = f"The previous pass saved this result ({name}):\n<previous_result>\n{text}\n</previous_result>"
     return (
         f"{fill(spec.prompt)}\n\n---\nThis is pass {number} of a loop.\n{previous}\n\n"
         f"An independent judge found it not yet complete: {reason}; address these gaps.\n\n"
@@ -106,18 +107,20 @@ def seeded_message(spec: RecipeSpec, args: list[str], output_dir: str, *, number
     )
 
 
-def resumed_message(spec: RecipeSpec, args: list[str], output_dir: str, *, previous_run: int,
-                    result: tuple[str, str] | None) -> str:
+def resumed_message(
+    spec: RecipeSpec, args: list[str], output_dir: str, *, previous_run: int, result: tuple[str, str] | None
+) -> str:
     """`resume`: a fresh run seeded with the latest result of the one it resumes."""
     fill = lambda text: render(text, spec=spec, args=args, output_dir=output_dir)  # noqa: E731
     if result is None:
         seed = f"Run #{previous_run}, which this run resumes, saved no result file."
     else:
         name, text = result
-        seed = (f"This run resumes run #{previous_run}. Its latest result ({name}):\n"
-                f"<previous_result>\n{text}\n</previous_result>")
-    return (f"{fill(spec.prompt)}\n\n---\n{seed}\n\n"
-            f"{fill(spec.loop_while.iterate_with or DEFAULT_ITERATE_WITH)}")
+        seed = (
+            f"This run resumes run #{previous_run}. Its latest result ({name}):\n"
+            f"<previous_result>\n{text}\n</previous_result>"
+        )
+    return f"{fill(spec.prompt)}\n\n---\n{seed}\n\n{fill(spec.loop_while.iterate_with or DEFAULT_ITERATE_WITH)}"
 
 
 def reminder(output_dir: str) -> str:

@@ -9,6 +9,7 @@ How a change reaches the socket:
   web server's own controls arrive through the in-memory layer at once. Both paths only say
   "something changed": the consumer renders the current fragments from the database.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,8 +19,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from runs import events, live
-from runs.models import Run, RunEvent
+from runs import events, live, selectors
+from runs.models import Run
 from rysh_site.roles import user_can
 
 DEBOUNCE_SECONDS = 0.05
@@ -94,8 +95,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _last_event_id(self) -> int:
-        events_ = RunEvent.objects.all() if self.run_id is None else RunEvent.objects.filter(run_id=self.run_id)
-        return events_.order_by("-id").values_list("id", flat=True).first() or 0
+        return selectors.run_event_latest_id(run_id=self.run_id)
 
     @database_sync_to_async
     def _render(self) -> str:

@@ -1,4 +1,5 @@
 """The judge: a fresh model call reads the pass's saved result against `until` (SPEC §4)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,8 +35,11 @@ def newest_result(output_dir: Path, *, since: float | None = None) -> tuple[str,
     `since` (a POSIX time) ignores files older than the run, so an earlier run's result in
     the same folder is never judged as this run's work.
     """
-    files = [p for p in output_dir.rglob("*") if p.is_file() and p.name != REPORT_NAME
-             and not p.name.startswith(".")] if output_dir.is_dir() else []
+    files = (
+        [p for p in output_dir.rglob("*") if p.is_file() and p.name != REPORT_NAME and not p.name.startswith(".")]
+        if output_dir.is_dir()
+        else []
+    )
     if since is not None:
         files = [p for p in files if p.stat().st_mtime >= since]
     if not files:
@@ -51,9 +55,11 @@ def judge_message(until: str, result: tuple[str, str] | None) -> str:
         shown = NO_RESULT
     else:
         name, text = result
-        shown = f"<result file=\"{name}\">\n{text}\n</result>"
-    return (f"The goal:\n<goal>\n{until}\n</goal>\n\nThe saved result:\n{shown}\n\n"
-            "Is the goal met by this result? First line YES or NO; second line, one sentence why.")
+        shown = f'<result file="{name}">\n{text}\n</result>'
+    return (
+        f"The goal:\n<goal>\n{until}\n</goal>\n\nThe saved result:\n{shown}\n\n"
+        "Is the goal met by this result? First line YES or NO; second line, one sentence why."
+    )
 
 
 def parse_verdict(reply: str) -> Verdict:
@@ -61,8 +67,7 @@ def parse_verdict(reply: str) -> Verdict:
     lines = reply.strip().splitlines()
     first = lines[0].strip().strip(".,;:!?*_\"'`()[] ").upper() if lines else ""
     reason = " ".join(line.strip() for line in lines[1:] if line.strip())
-    return Verdict(fulfilled=first == "YES", reason=reason or "(the judge gave no reason)",
-                   raw=reply)
+    return Verdict(fulfilled=first == "YES", reason=reason or "(the judge gave no reason)", raw=reply)
 
 
 # The plan's worst case relies on this frame staying small; the test suite checks it.

@@ -1,23 +1,210 @@
-"""The ledger: reserve before a model call, settle after it (and settle what a dead worker left)."""
+"""The ledger: reserve before a model call, settle after it (and settle what a dead worker left).
+
+A reservation is the call's *pending* Step row, holding its upper bound (input bound +
+max_tokens), committed before the call. From then on the job counts it: its spend is the
+run's totals (settled calls: always equal to the sum of its ledger entries) plus the
+reservations of its pending steps. The engine, the job's only spender, counts it in memory
+at once, and any reader sees it on the step (the dashboard shows it as "reserved for the call
+in flight"). Settling writes the step's real usage, its one ledger entry and the run's totals
+in the caller's transaction. A worker that dies mid-call leaves the step pending: whoever
+finds it settles it at its reservation, once (the status flip is the claim), so the ceiling
+holds and no token is counted twice.
+"""
+
 from __future__ import annotations
 
-from django.db import transaction
+from decimal import Decimal
+
+from django.db import connection, transaction
 from django.db.models import F
 
-from runs.models import LedgerEntry, Run, Step, StepStatus
+from agents.ports import Usage
+from budgets.guard import JobSpent, LastCall
+from budgets.prices import cost
+from runs.models import LedgerEntry, Pass, Phase, Run, Step, StepStatus
+
+COST_PLACES = Decimal("0.000001")  # Run.cost keeps six decimal places
+
+
+class Ledger:
+    """One run's tokens, for the engine that drives it."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self._last: tuple[int, LastCall | None] | None = None  # (pass id, its last settled call)
+
+    def spent(self) -> JobSpent:
+        """What the job has spent; between calls nothing is in flight, so the settled totals."""
+        return JobSpent(tokens=self.run.tokens_counted, seconds=self.run.seconds_used)
+
+    def last_call(self, run_pass: Pass) -> LastCall | None:
+        """The previous settled call of this conversation, for the incremental bound: kept from
+        the last settle, read once when a pass is picked up again."""
+        if self._last is None or self._last[0] != run_pass.pk:
+            self._last = (run_pass.pk, _last_settled_call(run_pass))
+        return self._last[1]
+
+    def reserve(self, run_pass: Pass, *, leg: str, model: str, max_tokens: int, bound: int, message_count: int) -> Step:
+        """Before a call: its pending step, committed (one INSERT) before the call is made."""
+        run_pass.steps_total += 1
+        return Step.objects.create(
+            run_pass=run_pass,
+            number=run_pass.steps_total,
+            leg=leg,
+            model=model,
+            max_tokens=max_tokens,
+            reserved_tokens=bound + max_tokens,
+            message_count=message_count,
+        )
+
+    def settle(self, step: Step, usage: Usage, *, clock_seconds: float) -> None:
+        """Inside the caller's transaction: the call's real usage onto its step, the step's
+        ledger entry and the run's totals (which never held the reservation: nothing to undo)."""
+        step.status, step.counted_tokens = StepStatus.DONE, usage.counted
+        step.input_tokens, step.output_tokens = usage.input_tokens, usage.output_tokens
+        step.cache_read_tokens, step.cache_write_tokens = usage.cache_read_tokens, usage.cache_write_tokens
+        step.save()
+        self._entry(step, usage, estimated=False)
+        self._add_to_run(usage, counted=usage.counted, seconds=clock_seconds, model=step.model)
+        if step.leg != Phase.JUDGING:
+            self._last = (step.run_pass_id, LastCall(context=usage.context, message_count=step.message_count))
+
+    def settle_reserved(self, step: Step, status: str, seconds: float) -> None:
+        """Interrupted: what the call cost is unknown, so its full reservation is counted."""
+        step.status, step.counted_tokens = status, step.reserved_tokens
+        step.duration_ms = int(seconds * 1000)
+        with transaction.atomic():
+            step.save()
+            _keep_step_number(step)
+            self._entry(step, Usage(), estimated=True)
+            self._add_to_run(Usage(), counted=step.reserved_tokens, seconds=seconds, model=step.model)
+
+    def settle_failed(self, step: Step, message: str, seconds: float) -> None:
+        """The API refused or never answered: failed requests are not billed."""
+        step.status, step.counted_tokens, step.stop_reason = StepStatus.DONE, 0, "error"
+        step.text, step.duration_ms = message, int(seconds * 1000)
+        with transaction.atomic():
+            step.save()
+            _keep_step_number(step)
+            self._add_to_run(Usage(), counted=0, seconds=seconds, model=step.model)
+
+    def _entry(self, step: Step, usage: Usage, *, estimated: bool) -> None:
+        LedgerEntry.objects.create(
+            run=self.run,
+            step=step,
+            pass_number=step.run_pass.number,
+            purpose=step.leg,
+            model=step.model,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            counted_tokens=step.counted_tokens,
+            estimated=estimated,
+            cost=_cost(step.model, usage),
+        )
+
+    def _add_to_run(self, usage: Usage, *, counted: int, seconds: float, model: str) -> None:
+        """One UPDATE adds to the run's totals in the database (a person's control written
+        meanwhile is never overwritten) and reads back, with RETURNING, the totals and that
+        control: exact whoever else wrote the row, and no second query."""
+        money = _cost(model, usage)
+        fresh = add_to_run(
+            self.run.pk,
+            {
+                "tokens_counted": counted,
+                "seconds_used": seconds,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cache_read_tokens": usage.cache_read_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
+            },
+            money,
+        )
+        for name, value in fresh.items():
+            setattr(self.run, name, value)
+        if money is not None:
+            self.run.cost = ((self.run.cost or Decimal(0)) + money).quantize(COST_PLACES)
+
+
+def add_to_run(run_id: int, deltas: dict[str, int | float], money: Decimal | None) -> dict:
+    """UPDATE … SET total = total + delta … RETURNING the totals and the control (SQLite 3.35+ and
+    PostgreSQL both return from an UPDATE; the ORM's update() only counts rows)."""
+    quote = connection.ops.quote_name
+    column = {name: quote(Run._meta.get_field(name).column) for name in [*deltas, "cost", "control"]}
+    sets = [f"{column[name]} = {column[name]} + %s" for name in deltas]
+    params: list = list(deltas.values())
+    if money is not None:
+        sets.append(f"{column['cost']} = CAST(COALESCE({column['cost']}, 0) + %s AS NUMERIC)")
+        params.append(money)
+    returned = [*deltas, "control"]
+    sql = (
+        f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(sets)} "
+        f"WHERE {quote(Run._meta.pk.column)} = %s RETURNING {', '.join(column[n] for n in returned)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, run_id])
+        return dict(zip(returned, cursor.fetchone()))
 
 
 def settle_pending_steps(run: Run) -> int:
-    """A worker died mid-call: its pending steps stay counted at their reservation."""
+    """A worker died mid-call: its pending steps are counted at their reservation, once."""
     settled = 0
     for step in Step.objects.filter(run_pass__run=run, status=StepStatus.PENDING).select_related("run_pass"):
         with transaction.atomic():
-            if Step.objects.filter(pk=step.pk, status=StepStatus.PENDING).update(
-                    status=StepStatus.LOST, counted_tokens=F("reserved_tokens")) != 1:
+            if (
+                Step.objects.filter(pk=step.pk, status=StepStatus.PENDING).update(
+                    status=StepStatus.LOST, counted_tokens=F("reserved_tokens")
+                )
+                != 1
+            ):
                 continue  # settled by someone else meanwhile
             step.refresh_from_db()
-            LedgerEntry.objects.get_or_create(step=step, defaults=dict(
-                run=run, pass_number=step.run_pass.number, purpose=step.leg, model=step.model,
-                counted_tokens=step.reserved_tokens, estimated=True))
+            _, created = LedgerEntry.objects.get_or_create(
+                step=step,
+                defaults=dict(
+                    run=run,
+                    pass_number=step.run_pass.number,
+                    purpose=step.leg,
+                    model=step.model,
+                    counted_tokens=step.reserved_tokens,
+                    estimated=True,
+                ),
+            )
+            if created:  # one entry per step: the run's totals follow the entry, never twice
+                Run.objects.filter(pk=run.pk).update(tokens_counted=F("tokens_counted") + step.reserved_tokens)
+                run.tokens_counted += step.reserved_tokens  # callers go on with this object
+            _keep_step_number(step)
             settled += 1
     return settled
+
+
+def _keep_step_number(step: Step) -> None:
+    """A step the checkpoint never saw (interrupted or lost): the pass still numbers it, so the
+    next step of a continued pass takes the next number."""
+    Pass.objects.filter(pk=step.run_pass_id, steps_total__lt=step.number).update(steps_total=step.number)
+
+
+def _last_settled_call(run_pass: Pass) -> LastCall | None:
+    last = (
+        run_pass.steps.filter(status=StepStatus.DONE)
+        .exclude(leg=Phase.JUDGING)
+        .exclude(stop_reason="error")
+        .order_by("-number")
+        .first()
+    )
+    if last is None:
+        return None
+    return LastCall(
+        context=last.input_tokens + last.cache_read_tokens + last.cache_write_tokens, message_count=last.message_count
+    )
+
+
+def _cost(model: str, usage: Usage) -> Decimal | None:
+    return cost(
+        model,
+        input=usage.input_tokens,
+        output=usage.output_tokens,
+        cache_read=usage.cache_read_tokens,
+        cache_write=usage.cache_write_tokens,
+    )

@@ -1,8 +1,11 @@
 """A Run is one job: passes of legs of steps. The engine writes these; views only read them."""
+
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
 from budgets.units import format_duration, format_tokens
@@ -19,8 +22,9 @@ class RunState(models.TextChoices):
 ACTIVE_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.PAUSED, RunState.AWAITING_APPROVAL)
 # What keeps a second run of the same recipe from starting: a cancelled run is parked, not
 # active, so `resume` may start beside it (SPEC §9). The constraint and the services share it.
-BLOCKING_RUN = (models.Q(state__in=["queued", "running", "awaiting approval"])
-                | (models.Q(state="paused") & ~models.Q(pause_reason="cancelled")))
+BLOCKING_RUN = models.Q(state__in=["queued", "running", "awaiting approval"]) | (
+    models.Q(state="paused") & ~models.Q(pause_reason="cancelled")
+)
 
 
 class Phase(models.TextChoices):
@@ -39,10 +43,12 @@ class Control(models.TextChoices):
 
 
 class Run(models.Model):
-    recipe = models.ForeignKey("catalogue.Recipe", null=True, blank=True,
-                               on_delete=models.SET_NULL, related_name="runs")
-    recipe_version = models.ForeignKey("catalogue.RecipeVersion", null=True, blank=True,
-                                       on_delete=models.SET_NULL, related_name="runs")
+    recipe = models.ForeignKey(
+        "catalogue.Recipe", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    recipe_version = models.ForeignKey(
+        "catalogue.RecipeVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
     kind = models.CharField(max_length=8)
     name = models.CharField(max_length=200)
     target = models.CharField(max_length=210, db_index=True)  # kind/name: one active run each
@@ -51,8 +57,9 @@ class Run(models.Model):
     args = models.JSONField(default=list)
     overrides = models.JSONField(default=dict)
     plan = models.JSONField(default=dict)  # the resolved plan, as armed
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                             on_delete=models.SET_NULL, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     headless = models.BooleanField(default=True)
     provider = models.CharField(max_length=20)  # anthropic | scripted
     executor_model = models.CharField(max_length=100)
@@ -60,19 +67,18 @@ class Run(models.Model):
     output_dir = models.CharField(max_length=1000)
     script_path = models.CharField(max_length=1000, blank=True)  # the scripted provider's script
 
-    state = models.CharField(max_length=20, choices=RunState.choices, default=RunState.QUEUED,
-                             db_index=True)
+    state = models.CharField(max_length=20, choices=RunState.choices, default=RunState.QUEUED, db_index=True)
     pause_reason = models.CharField(max_length=40, blank=True)
     phase = models.CharField(max_length=10, choices=Phase.choices, blank=True)
     control = models.CharField(max_length=10, choices=Control.choices, blank=True)
     cause = models.CharField(max_length=500, blank=True)
     pass_number = models.PositiveIntegerField(default=0)
     last_verdict = models.CharField(max_length=3, blank=True)
-    resumed_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
-                                     related_name="resumes")
+    resumed_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="resumes")
     lost_count = models.PositiveIntegerField(default=0)  # times a worker died under it
 
-    # the job's ledger totals (counted = input + cache write + output; cache reads apart)
+    # the job's ledger totals (counted = input + cache write + output; cache reads apart): the
+    # settled calls; a call in flight is counted on its pending Step (runs.ledger)
     tokens_counted = models.BigIntegerField(default=0)
     input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
@@ -95,7 +101,9 @@ class Run(models.Model):
             # people pressing Run at once cannot both win. A cancelled run is parked, not
             # active: resume may start a fresh run beside it (SPEC §9).
             models.UniqueConstraint(
-                fields=["target"], name="one_active_run_per_target", condition=BLOCKING_RUN,
+                fields=["target"],
+                name="one_active_run_per_target",
+                condition=BLOCKING_RUN,
             ),
         ]
 
@@ -150,8 +158,8 @@ class Pass(models.Model):
     reason = models.TextField(blank=True)
     result_file = models.CharField(max_length=1000, blank=True)
     tokens_counted = models.BigIntegerField(default=0)
-    # the checkpoint: conversation and the current leg's counters, saved after every step
-    messages = models.JSONField(default=list)
+    # the checkpoint, saved after every step: the current leg's counters here, the conversation
+    # in Message rows (one per turn, appended: a step never writes the whole conversation)
     leg_start = models.PositiveIntegerField(default=0)  # index in messages where the leg began
     leg_steps = models.PositiveIntegerField(default=0)
     leg_tokens = models.BigIntegerField(default=0)
@@ -167,6 +175,52 @@ class Pass(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run} pass {self.number}"
+
+    def save(self, *args, **kwargs) -> None:
+        opening = self.__dict__.pop("_opening", None)
+        if not opening:
+            super().save(*args, **kwargs)
+            return
+        with transaction.atomic():  # the pass and its opening turns, or neither
+            super().save(*args, **kwargs)
+            Message.objects.bulk_create(
+                [Message(run_pass=self, index=i, role=m["role"], content=m["content"]) for i, m in enumerate(opening)]
+            )
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation as the model was last sent it, read from its rows (the engine keeps
+        it in a runs.conversation.Conversation while the pass runs)."""
+        if self.pk is None:
+            return list(getattr(self, "_opening", []))
+        rows = self.message_rows.order_by("index").values_list("role", "content")
+        return [{"role": role, "content": content} for role, content in rows]
+
+    @messages.setter
+    def messages(self, opening: list[dict[str, Any]]) -> None:
+        """Only before the pass is first saved (`Pass.objects.create(..., messages=[...])`): its
+        opening turns, written with it. A saved pass's conversation grows through its rows."""
+        if self.pk is not None:
+            raise AttributeError("a saved pass's conversation grows through runs.conversation")
+        self._opening = list(opening)
+
+
+class Message(models.Model):
+    """One turn of a pass's conversation (Messages API role + content blocks), in order.
+
+    Written once when the turn is appended. Two bounded edits rewrite an earlier row: the
+    wrap-up prompt joins the last user turn, and a screenshot older than the newest three
+    becomes a note (runs.conversation). The rows hold exactly what the model was last sent.
+    """
+
+    run_pass = models.ForeignKey(Pass, on_delete=models.CASCADE, related_name="message_rows")
+    index = models.PositiveIntegerField()  # position in the conversation, from 0
+    role = models.CharField(max_length=10)  # user | assistant
+    content = models.JSONField()  # a list of content blocks (or a plain string)
+
+    class Meta:
+        ordering = ["run_pass", "index"]
+        constraints = [models.UniqueConstraint(fields=["run_pass", "index"], name="message_pass_index_unique")]
 
 
 class StepStatus(models.TextChoices):
@@ -207,8 +261,7 @@ class Step(models.Model):
     class Meta:
         db_table = "automations_step"  # named before the apps split (see migrations/0001)
         ordering = ["run_pass", "number"]
-        constraints = [models.UniqueConstraint(fields=["run_pass", "number"],
-                                               name="step_pass_number_unique")]
+        constraints = [models.UniqueConstraint(fields=["run_pass", "number"], name="step_pass_number_unique")]
 
 
 class RunEvent(models.Model):
@@ -243,11 +296,11 @@ class Approval(models.Model):
     tool_input = models.JSONField(default=dict)
     pattern = models.CharField(max_length=300)  # the `approve:` entry that matched
     subject = models.CharField(max_length=500, blank=True)  # what it matched, e.g. the button's text
-    state = models.CharField(max_length=10, choices=ApprovalState.choices, default=ApprovalState.PENDING,
-                             db_index=True)
+    state = models.CharField(max_length=10, choices=ApprovalState.choices, default=ApprovalState.PENDING, db_index=True)
     reason = models.TextField(blank=True)
-    answered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                    on_delete=models.SET_NULL, related_name="+")
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     answered_at = models.DateTimeField(null=True, blank=True)
@@ -257,8 +310,9 @@ class Approval(models.Model):
         ordering = ["-id"]
         constraints = [
             # a run waits for one answer at a time
-            models.UniqueConstraint(fields=["run"], condition=models.Q(state="pending"),
-                                    name="one_pending_approval_per_run"),
+            models.UniqueConstraint(
+                fields=["run"], condition=models.Q(state="pending"), name="one_pending_approval_per_run"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -273,10 +327,10 @@ class Approval(models.Model):
 
 class LedgerEntry(models.Model):
     """The append-only token ledger: one entry per model call that can cost money."""
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ledger")
     # One entry per step at most, so settling a step twice cannot count its tokens twice.
-    step = models.OneToOneField(Step, null=True, blank=True,
-                                on_delete=models.CASCADE, related_name="ledger_entry")
+    step = models.OneToOneField(Step, null=True, blank=True, on_delete=models.CASCADE, related_name="ledger_entry")
     pass_number = models.PositiveIntegerField()
     purpose = models.CharField(max_length=10)  # task | wrap-up | judge
     model = models.CharField(max_length=100)

@@ -1,4 +1,5 @@
 """run-report.md in the results folder (SPEC §6), rewritten whenever a run pauses or ends."""
+
 from __future__ import annotations
 
 import os
@@ -7,9 +8,9 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from runs.judge import REPORT_NAME
 from budgets.plan import summary_lines
 from budgets.units import format_duration, format_duration_go, format_tokens
+from runs.judge import REPORT_NAME
 
 
 def cache_hit_percent(*, input_tokens: int, cache_read: int, cache_write: int) -> float | None:
@@ -20,11 +21,15 @@ def cache_hit_percent(*, input_tokens: int, cache_read: int, cache_write: int) -
 def plan_lines_from_snapshot(plan: dict) -> list[str]:
     """The plan a run was armed with (stored as a dict), in rysh's three lines."""
     per = plan.get("per_pass", {})
-    return summary_lines(loop_enabled=plan.get("loop_enabled", False), passes=plan.get("passes", 1),
-                         tokens=per.get("tokens", 0), seconds=per.get("seconds", 0),
-                         takeover_when=plan.get("takeover_when", 90),
-                         outer_tokens=plan.get("outer_tokens", 0),
-                         outer_seconds=plan.get("outer_seconds", 0))
+    return summary_lines(
+        loop_enabled=plan.get("loop_enabled", False),
+        passes=plan.get("passes", 1),
+        tokens=per.get("tokens", 0),
+        seconds=per.get("seconds", 0),
+        takeover_when=plan.get("takeover_when", 90),
+        outer_tokens=plan.get("outer_tokens", 0),
+        outer_seconds=plan.get("outer_seconds", 0),
+    )
 
 
 def render_report(run) -> str:
@@ -32,11 +37,13 @@ def render_report(run) -> str:
     per = plan.get("per_pass", {})
     end = run.ended_at or timezone.now()
     took = (end - run.started_at).total_seconds() if run.started_at else 0
-    hit = cache_hit_percent(input_tokens=run.input_tokens, cache_read=run.cache_read_tokens,
-                            cache_write=run.cache_write_tokens)
+    hit = cache_hit_percent(
+        input_tokens=run.input_tokens, cache_read=run.cache_read_tokens, cache_write=run.cache_write_tokens
+    )
     cap = plan.get("worst_tokens", 0)
     lines = [
-        f"# Run report: {run.target} (run #{run.pk})", "",
+        f"# Run report: {run.target} (run #{run.pk})",
+        "",
         f"- model: {run.executor_model} via {run.provider}"
         + (" — OFFLINE SCRIPTED MODEL, not Claude" if run.provider == "scripted" else ""),
         f"- arguments: {' '.join(run.args) or '(none)'}",
@@ -52,14 +59,24 @@ def render_report(run) -> str:
         f"- cache: {run.cache_read_tokens} read, {run.cache_write_tokens} written, "
         f"{run.input_tokens} fresh input; hit {'-' if hit is None else f'{hit:.0f}%'}",
         f"- cost: {'-' if run.cost is None else f'${run.cost:.4f}'}",
-        "", "## Loop plan", "", "```", *plan_lines_from_snapshot(plan), "```", "",
-        "## Passes", "", "| pass | verdict | judge's reason | tokens | task stop | wrap-up |",
+        "",
+        "## Loop plan",
+        "",
+        "```",
+        *plan_lines_from_snapshot(plan),
+        "```",
+        "",
+        "## Passes",
+        "",
+        "| pass | verdict | judge's reason | tokens | task stop | wrap-up |",
         "|---|---|---|---|---|---|",
     ]
     for p in run.passes.order_by("number"):
         reason = (p.reason or "").replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {p.number} | {p.verdict or '-'} | {reason or '-'} | {p.tokens_counted} | "
-                     f"{p.task_stop or '-'} | {p.wrap_up_stop or ('-' if not p.takeover_used else 'running')} |")
+        lines.append(
+            f"| {p.number} | {p.verdict or '-'} | {reason or '-'} | {p.tokens_counted} | "
+            f"{p.task_stop or '-'} | {p.wrap_up_stop or ('-' if not p.takeover_used else 'running')} |"
+        )
     return "\n".join(lines) + "\n"
 
 

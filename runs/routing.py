@@ -1,4 +1,5 @@
 """The runs app's websockets: the live dashboard and one run's page."""
+
 from django.urls import path
 
 from runs.consumers import LiveConsumer

@@ -4,6 +4,7 @@ Controls only write a request or an atomic state change on the Run; the engine, 
 worker, reads requests between steps. Every refusal is a RunRefused whose message says
 what to do instead.
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,18 +18,18 @@ from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from runs import approvals, events
 from agents.providers import ProviderError, choose_provider, preflight_anthropic, script_beside
+from catalogue.models import Recipe, RecipeVersion
+from catalogue.plan_report import models_for, plan_lines
+from catalogue.recipe import RecipeError, resolve_output_dir
+from catalogue.spec import Kind
+from catalogue.workdir import find_recipe
+from runs import approvals, events
 from runs.arming import OverrideError, arm, first_message, plan_snapshot
 from runs.engine import finish_run
 from runs.ledger import settle_pending_steps
-from runs.models import Approval, Pass, Run
-from catalogue.models import Recipe, RecipeVersion
-from runs.models import ACTIVE_STATES, BLOCKING_RUN, ApprovalState, Control, RunState
-from catalogue.plan_report import plan_lines
-from catalogue.recipe import RecipeError, resolve_output_dir
+from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Control, Pass, Run, RunState
 from runs.report import write_report
-from catalogue.workdir import find_recipe
 from runs.wiring import site_url
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,9 @@ def recipe_source(*, kind: str, name_or_path: str) -> RecipeSource:
         path = find_recipe(name_or_path, kind=kind, root=settings.RYSH_RECIPES_REPO)
     except FileNotFoundError as exc:
         raise RunRefused(str(exc)) from None
-    return RecipeSource(kind=kind, name=path.stem, path=str(path), text=path.read_text(encoding="utf-8"),
-                        script=script_beside(path))
+    return RecipeSource(
+        kind=kind, name=path.stem, path=str(path), text=path.read_text(encoding="utf-8"), script=script_beside(path)
+    )
 
 
 def _from_catalogue(kind: str, name: str) -> RecipeSource | None:
@@ -78,12 +80,21 @@ def _from_catalogue(kind: str, name: str) -> RecipeSource | None:
         raise RunRefused(f"{recipe.target} has no valid version to run:\n{errors}")
     notes = []
     if recipe.latest_id and recipe.latest_id != recipe.good_id:
-        notes.append(f"the newest version of {recipe.target} ({recipe.latest.commit_sha[:8]}) is broken; "
-                     f"running the last good version ({recipe.good.commit_sha[:8]})")
+        notes.append(
+            f"the newest version of {recipe.target} ({recipe.latest.commit_sha[:8]}) is broken; "
+            f"running the last good version ({recipe.good.commit_sha[:8]})"
+        )
     worktree = Path(settings.RYSH_RECIPES_REPO) / recipe.good.path
-    return RecipeSource(kind=kind, name=name, path=recipe.good.path, text=recipe.good.text,
-                        recipe=recipe, version=recipe.good, notes=notes,
-                        script=script_beside(worktree) or script_beside(_demo_copy(recipe.good.path)))
+    return RecipeSource(
+        kind=kind,
+        name=name,
+        path=recipe.good.path,
+        text=recipe.good.text,
+        recipe=recipe,
+        version=recipe.good,
+        notes=notes,
+        script=script_beside(worktree) or script_beside(_demo_copy(recipe.good.path)),
+    )
 
 
 def _demo_copy(relative: str) -> Path:
@@ -95,9 +106,18 @@ class DryRun:
     lines: list[str]
 
 
-def run_start(*, kind: str, name_or_path: str, args: list[str], user=None, headless: bool = True,
-              overrides: dict | None = None, provider: str | None = None, dry_run: bool = False,
-              resumed_from: Run | None = None) -> Run | DryRun:
+def run_start(
+    *,
+    kind: str,
+    name_or_path: str,
+    args: list[str],
+    user=None,
+    headless: bool = True,
+    overrides: dict | None = None,
+    provider: str | None = None,
+    dry_run: bool = False,
+    resumed_from: Run | None = None,
+) -> Run | DryRun:
     """Arm and queue a run, or refuse with a clear message before anything is spent."""
     source = recipe_source(kind=kind, name_or_path=name_or_path)
     try:
@@ -106,14 +126,14 @@ def run_start(*, kind: str, name_or_path: str, args: list[str], user=None, headl
     except (RecipeError, OverrideError) as exc:
         raise RunRefused(str(exc)) from None
     if len(args) < len(spec.args):
-        missing = ", ".join(spec.args[len(args):])
-        raise RunRefused(f"{spec.target} needs {len(spec.args)} argument(s): "
-                         f"{' '.join(spec.args)}; missing: {missing}")
-    if spec.kind == "web" and settings.RYSH_CHROMIUM and not Path(settings.RYSH_CHROMIUM).exists():
-        raise RunRefused(f"RYSH_CHROMIUM is {settings.RYSH_CHROMIUM}, which does not exist; install "
-                         "Chromium (make install) or unset RYSH_CHROMIUM to use Playwright's own")
-    executor = spec.executor_model or settings.RYSH_EXECUTOR_MODEL
-    judge = spec.judge or settings.RYSH_JUDGE_MODEL
+        missing = ", ".join(spec.args[len(args) :])
+        raise RunRefused(f"{spec.target} needs {len(spec.args)} argument(s): {' '.join(spec.args)}; missing: {missing}")
+    if spec.kind == Kind.WEB and settings.RYSH_CHROMIUM and not Path(settings.RYSH_CHROMIUM).exists():
+        raise RunRefused(
+            f"RYSH_CHROMIUM is {settings.RYSH_CHROMIUM}, which does not exist; install "
+            "Chromium (make install) or unset RYSH_CHROMIUM to use Playwright's own"
+        )
+    executor, judge = models_for(spec)
     if dry_run:
         return DryRun(_dry_run_lines(spec, plan, source, args, str(output_dir), executor, judge))
     try:
@@ -125,26 +145,52 @@ def run_start(*, kind: str, name_or_path: str, args: list[str], user=None, headl
     if chosen == "scripted":
         # Never priced or labelled as Claude: the scripted model is its own thing.
         executor = judge = SCRIPTED_MODEL
-    return _create_run(spec=spec, plan=plan, source=source, args=args, user=user, headless=headless,
-                       overrides=overrides or {}, provider=chosen, executor=executor, judge=judge,
-                       output_dir=output_dir, resumed_from=resumed_from)
+    return _create_run(
+        spec=spec,
+        plan=plan,
+        source=source,
+        args=args,
+        user=user,
+        headless=headless,
+        overrides=overrides or {},
+        provider=chosen,
+        executor=executor,
+        judge=judge,
+        output_dir=output_dir,
+        resumed_from=resumed_from,
+    )
 
 
-def _create_run(*, spec, plan, source, args, user, headless, overrides, provider, executor, judge,
-                output_dir, resumed_from) -> Run:
+def _create_run(
+    *, spec, plan, source, args, user, headless, overrides, provider, executor, judge, output_dir, resumed_from
+) -> Run:
     try:
         with transaction.atomic():
             run = Run.objects.create(
-                recipe=source.recipe, recipe_version=source.version, kind=spec.kind, name=spec.name,
-                target=spec.target, recipe_path=source.path, recipe_text=source.text, args=list(args),
-                overrides=overrides, plan=plan_snapshot(plan), user=user, headless=headless,
-                provider=provider, executor_model=executor, judge_model=judge,
-                output_dir=str(output_dir), script_path=str(source.script or ""),
-                resumed_from=resumed_from)
+                recipe=source.recipe,
+                recipe_version=source.version,
+                kind=spec.kind,
+                name=spec.name,
+                target=spec.target,
+                recipe_path=source.path,
+                recipe_text=source.text,
+                args=list(args),
+                overrides=overrides,
+                plan=plan_snapshot(plan),
+                user=user,
+                headless=headless,
+                provider=provider,
+                executor_model=executor,
+                judge_model=judge,
+                output_dir=str(output_dir),
+                script_path=str(source.script or ""),
+                resumed_from=resumed_from,
+            )
     except IntegrityError:
         active = active_run(spec.target)
-        raise RunRefused(f"{spec.target} already has an active run: {describe(active)}; "
-                         "stop or cancel it first") from None
+        raise RunRefused(
+            f"{spec.target} already has an active run: {describe(active)}; stop or cancel it first"
+        ) from None
     output_dir.mkdir(parents=True, exist_ok=True)
     for note in source.notes:
         events.record(run, "note", note)
@@ -159,11 +205,13 @@ def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge) -> lis
     lines += [f"  note: {n}" for n in source.notes]
     lines += ["", "prompt:", *("  " + line for line in first_message(spec, args, output_dir).splitlines()), ""]
     lines += plan_lines(spec, plan, executor=executor, judge=judge)
-    if spec.kind == "web":
-        lines += [f"browser: profile {spec.web_profile}, start page {site_url(spec.url) if spec.url else '(blank)'}, "
-                  f"reads pages as {spec.web_read}"
-                  + (f", only {', '.join(spec.allowed_domains)}" if spec.allowed_domains else "")
-                  + (", video kept" if spec.record else "")]
+    if spec.kind == Kind.WEB:
+        lines += [
+            f"browser: profile {spec.web_profile}, start page {site_url(spec.url) if spec.url else '(blank)'}, "
+            f"reads pages as {spec.web_read}"
+            + (f", only {', '.join(spec.allowed_domains)}" if spec.allowed_domains else "")
+            + (", video kept" if spec.record else "")
+        ]
         if spec.approve:
             lines.append(f"approval needed for: {', '.join(spec.approve)}")
     lines += [f"schedule: {spec.schedule or 'none'}", f"results: {output_dir}"]
@@ -196,6 +244,7 @@ def latest_run(target: str, *, states=ACTIVE_STATES) -> Run | None:
 
 # -- controls --------------------------------------------------------------------------------
 
+
 def run_stop(*, run: Run, user=None) -> str:
     """Graceful: the pass in flight finishes, is not judged, and nothing iterates."""
     if run.state == RunState.FINISHED:
@@ -214,15 +263,18 @@ def run_stop(*, run: Run, user=None) -> str:
 def run_cancel(*, run: Run, user=None) -> str:
     """Interrupt now; the conversation is kept as a checkpoint."""
     if run.state == RunState.QUEUED:
-        if Run.objects.filter(pk=run.pk, state=RunState.QUEUED).update(
-                state=RunState.PAUSED, pause_reason="cancelled") == 1:
+        if (
+            Run.objects.filter(pk=run.pk, state=RunState.QUEUED).update(state=RunState.PAUSED, pause_reason="cancelled")
+            == 1
+        ):
             run.refresh_from_db()
             events.record(run, "paused", "paused(cancelled) before it started", reason="cancelled")
             return f"run #{run.pk} cancelled before it started; state preserved"
     if run.state != RunState.RUNNING and run.state != RunState.AWAITING_APPROVAL:
         raise RunRefused(f"run #{run.pk} is not running ({run.state_label}); nothing to cancel")
-    Run.objects.filter(pk=run.pk, state__in=[RunState.RUNNING, RunState.AWAITING_APPROVAL]) \
-        .exclude(control=Control.STOP).update(control=Control.CANCEL)
+    Run.objects.filter(pk=run.pk, state__in=[RunState.RUNNING, RunState.AWAITING_APPROVAL]).exclude(
+        control=Control.STOP
+    ).update(control=Control.CANCEL)
     events.record(run, "control", "cancel requested: interrupting now; state preserved")
     return f"run #{run.pk}: cancel requested; it pauses with its conversation kept (state preserved)"
 
@@ -246,17 +298,21 @@ def run_continue(*, run: Run, user=None) -> str:
     reason = run.pause_reason
     try:
         with transaction.atomic():
-            if Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(
-                    state=RunState.QUEUED, pause_reason="", control="") != 1:
+            if (
+                Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(
+                    state=RunState.QUEUED, pause_reason="", control=""
+                )
+                != 1
+            ):
                 raise RunRefused(f"run #{run.pk} changed meanwhile; look again")
             if reason != "step cap":
                 # budget re-armed: the current leg gets its allotment afresh (the job's outer
                 # ceilings still hold, so the worst case does too)
-                Pass.objects.filter(run=run, ended_at__isnull=True).update(
-                    leg_steps=0, leg_tokens=0, leg_seconds=0)
+                Pass.objects.filter(run=run, ended_at__isnull=True).update(leg_steps=0, leg_tokens=0, leg_seconds=0)
     except IntegrityError:
-        raise RunRefused(f"{run.target} already has an active run: {describe(active_run(run.target))}; "
-                         "stop or cancel it first") from None
+        raise RunRefused(
+            f"{run.target} already has an active run: {describe(active_run(run.target))}; stop or cancel it first"
+        ) from None
     run.refresh_from_db()
     events.record(run, "continued", f"continue from paused({reason})")
     _enqueue_on_commit(run.pk)
@@ -265,19 +321,29 @@ def run_continue(*, run: Run, user=None) -> str:
 
 def _nothing_to_continue(run: Run) -> str:
     if run.state == RunState.FINISHED:
-        return (f"run #{run.pk} has nothing to continue: it finished ({run.cause}). "
-                "Use resume to start a fresh run seeded with its latest result.")
+        return (
+            f"run #{run.pk} has nothing to continue: it finished ({run.cause}). "
+            "Use resume to start a fresh run seeded with its latest result."
+        )
     return f"run #{run.pk} has nothing to continue: it is {run.state_label}"
 
 
 def run_resume(*, run: Run, user=None, headless: bool | None = None, provider: str | None = None) -> Run:
     """A fresh run with a fresh budget, seeded with the latest result file; it names `run`."""
-    return run_start(kind=run.kind, name_or_path=run.recipe_path if not run.recipe_id else run.name,
-                     args=list(run.args), user=user, headless=run.headless if headless is None else headless,
-                     overrides=run.overrides, provider=provider or run.provider, resumed_from=run)
+    return run_start(
+        kind=run.kind,
+        name_or_path=run.recipe_path if not run.recipe_id else run.name,
+        args=list(run.args),
+        user=user,
+        headless=run.headless if headless is None else headless,
+        overrides=run.overrides,
+        provider=provider or run.provider,
+        resumed_from=run,
+    )
 
 
 # -- approvals ----------------------------------------------------------------------------------
+
 
 def approval_answer(*, approval: Approval, user, approved: bool, reason: str = "") -> str:
     """A person answers a pending approval; the engine, polling, goes on at once."""
@@ -300,6 +366,7 @@ def pending_approval(run: Run) -> Approval:
 
 # -- the sweeper: runs whose worker died -------------------------------------------------------
 
+
 def runs_sweep_lost(*, now=None) -> list[str]:
     """Runs still 'running' whose heartbeat stopped: settle what was in flight, then queue
     them again from their checkpoint (up to RYSH_WORKER_LOST_RETRIES times) or pause them
@@ -311,8 +378,12 @@ def runs_sweep_lost(*, now=None) -> list[str]:
     stale = Run.objects.filter(state__in=live).filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
     for run in stale:
         # running -> paused(worker lost) once: two sweepers cannot both take it
-        if Run.objects.filter(pk=run.pk, state=run.state, heartbeat_at=run.heartbeat_at).update(
-                state=RunState.PAUSED, pause_reason="worker lost", lost_count=run.lost_count + 1) != 1:
+        if (
+            Run.objects.filter(pk=run.pk, state=run.state, heartbeat_at=run.heartbeat_at).update(
+                state=RunState.PAUSED, pause_reason="worker lost", lost_count=run.lost_count + 1
+            )
+            != 1
+        ):
             continue
         for approval in Approval.objects.filter(run=run, state=ApprovalState.PENDING):
             approvals.settle(approval, ApprovalState.CANCELLED, "the worker was lost while it waited")
@@ -322,13 +393,22 @@ def runs_sweep_lost(*, now=None) -> list[str]:
             finish_run(run, "stopped by user")
             said.append(f"run #{run.pk}: worker lost; it had been asked to stop, so it ended")
             continue
-        events.record(run, "paused", f"paused(worker lost); {settled} call(s) in flight counted in full",
-                      reason="worker lost")
+        events.record(
+            run, "paused", f"paused(worker lost); {settled} call(s) in flight counted in full", reason="worker lost"
+        )
         if run.lost_count <= settings.RYSH_WORKER_LOST_RETRIES:
-            if Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(
-                    state=RunState.QUEUED, pause_reason="", control="") == 1:
-                events.record(run, "continued", f"continued automatically after a lost worker "
-                              f"({run.lost_count}/{settings.RYSH_WORKER_LOST_RETRIES})")
+            if (
+                Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(
+                    state=RunState.QUEUED, pause_reason="", control=""
+                )
+                == 1
+            ):
+                events.record(
+                    run,
+                    "continued",
+                    f"continued automatically after a lost worker "
+                    f"({run.lost_count}/{settings.RYSH_WORKER_LOST_RETRIES})",
+                )
                 _enqueue_on_commit(run.pk)
                 said.append(f"run #{run.pk}: worker lost; continued from its checkpoint")
         else:

@@ -1,5 +1,6 @@
 """Execution inside a django-q2 worker: the entry points (ids in), the claim of a queued run,
 its heartbeat, and letting go of its tools when it pauses or finishes."""
+
 from __future__ import annotations
 
 import logging
@@ -70,7 +71,8 @@ def execute(run_id: int, armed_for) -> None:
     now = timezone.now()
     # queued -> running happens once: a re-delivered task finds the run taken and leaves.
     claimed = Run.objects.filter(pk=run_id, state=RunState.QUEUED).update(
-        state=RunState.RUNNING, worker=worker_label(), heartbeat_at=now)
+        state=RunState.RUNNING, worker=worker_label(), heartbeat_at=now
+    )
     if claimed != 1:
         log.info("run %s is not queued; nothing to do", run_id)
         return

@@ -1,4 +1,5 @@
 """HTTP through Django; websockets through Channels, behind login and an origin check."""
+
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rysh_site.settings")
@@ -13,7 +14,9 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from runs.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter({
-    "http": django_asgi_app,
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-})
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)

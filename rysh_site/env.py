@@ -1,4 +1,5 @@
 """Strict environment helpers: a malformed value stops start-up with its name, never a guess."""
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ split the tables and their rows are adopted as they are — only Django's migrat
 of them; on a fresh database the same operations create them. A database that is part way (some
 tables there, or an older schema) is refused with what to do, never half-migrated.
 """
+
 from __future__ import annotations
 
 from django.db import migrations
@@ -20,8 +21,7 @@ class AdoptTables(migrations.SeparateDatabaseAndState):
         super().__init__(state_operations=operations, database_operations=operations)
 
     def deconstruct(self):
-        return self.__class__.__qualname__, [], {"tables": self.tables,
-                                                  "operations": self.state_operations}
+        return self.__class__.__qualname__, [], {"tables": self.tables, "operations": self.state_operations}
 
     def describe(self) -> str:
         return f"Adopt or create {', '.join(self.tables)}"
@@ -36,12 +36,16 @@ class AdoptTables(migrations.SeparateDatabaseAndState):
         missing = [t for t in self.tables if t not in existing]
         applied = MigrationRecorder(connection).applied_migrations()
         legacy = {t.split("_", 1)[0] for t in present}
-        behind = [f"{app} {LAST_LEGACY_MIGRATION[app]}" for app in sorted(legacy)
-                  if (app, LAST_LEGACY_MIGRATION[app]) not in applied]
+        behind = [
+            f"{app} {LAST_LEGACY_MIGRATION[app]}"
+            for app in sorted(legacy)
+            if (app, LAST_LEGACY_MIGRATION[app]) not in applied
+        ]
         if missing or behind:
             raise RuntimeError(
                 f"{app_label}: this database was made before the apps split but is not at its "
                 f"last migration (tables missing: {', '.join(missing) or 'none'}; migrations "
                 f"missing: {', '.join(behind) or 'none'}). Migrate it with the release before the "
-                "split (git 6c303b9) first, then with this one.")
+                "split (git 6c303b9) first, then with this one."
+            )
         # adopted: the tables and their rows are already what the state now describes

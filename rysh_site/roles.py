@@ -1,5 +1,6 @@
 """Roles are Django groups: viewer (reads), operator (runs and controls), editor (edits and
 reviews recipes), admin (everything; superusers are admins). A user with no group reads only."""
+
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied

@@ -3,6 +3,7 @@
 Embedded default: SQLite in WAL mode, django-q2's ORM broker. DATABASE_URL
 switches to PostgreSQL and REDIS_URL to the Redis broker and channel layer.
 """
+
 from __future__ import annotations
 
 import secrets

@@ -1,4 +1,5 @@
 """Test settings: the embedded default, with a throwaway data directory."""
+
 import os
 import tempfile
 

@@ -1,5 +1,6 @@
 """Schedules (SPEC §7): each rides on a django-q2 Schedule; this row keeps what django-q2
 does not — where it came from, its timezone and its run of failures."""
+
 from __future__ import annotations
 
 from django.db import models
@@ -22,8 +23,7 @@ class RecipeSchedule(models.Model):
     disabled_reason = models.CharField(max_length=500, blank=True)
     last_tick_at = models.DateTimeField(null=True, blank=True)
     last_message = models.CharField(max_length=500, blank=True)
-    last_run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.SET_NULL,
-                                 related_name="+")
+    last_run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,4 +1,5 @@
 """What schedules do when a run finishes or the catalogue syncs: connected in apps.ready()."""
+
 from __future__ import annotations
 
 import logging

@@ -14,6 +14,7 @@
   with any cause but `done` or `fulfilled` (`stopped by user` counts neither way). After
   RYSH_SCHEDULE_MAX_FAILURES (5) in a row the schedule is disabled until someone enables it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,13 +29,11 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.models import Schedule
 
+from budgets.units import UnitError, parse_duration
 from catalogue.models import Recipe
-
-from schedules.models import RecipeSchedule
-
 from runs import services
 from runs.models import Run, RunState
-from budgets.units import UnitError, parse_duration
+from schedules.models import RecipeSchedule
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +54,7 @@ def recipe_schedule_name(kind: str, name: str) -> str:
 
 # -- when ---------------------------------------------------------------------------------------
 
+
 def parse_when(when: str) -> dict:
     """Schedule fields for django-q2: a cron or a whole number of minutes."""
     text = " ".join(str(when).split())
@@ -63,7 +63,7 @@ def parse_when(when: str) -> dict:
         return {"schedule_type": Schedule.CRON, "cron": MACROS[lowered], "minutes": None}
     if lowered.startswith("@every"):
         try:
-            seconds = parse_duration(text[len("@every"):].strip())
+            seconds = parse_duration(text[len("@every") :].strip())
         except UnitError as exc:
             raise ScheduleError(f"@every needs a duration: {exc}") from None
         minutes = max(1, math.ceil(seconds / 60))
@@ -72,8 +72,10 @@ def parse_when(when: str) -> dict:
         return {"schedule_type": Schedule.MINUTES, "cron": None, "minutes": minutes}
     if len(text.split(" ")) == 5 and croniter.is_valid(text):
         return {"schedule_type": Schedule.CRON, "cron": text, "minutes": None}
-    raise ScheduleError(f"{when!r} is not a schedule: expected 5 cron fields such as \"0 7 * * *\", "
-                        "@hourly, @daily, @weekly, @monthly or \"@every 30m\"")
+    raise ScheduleError(
+        f'{when!r} is not a schedule: expected 5 cron fields such as "0 7 * * *", '
+        '@hourly, @daily, @weekly, @monthly or "@every 30m"'
+    )
 
 
 def zone(name: str) -> ZoneInfo:
@@ -93,14 +95,21 @@ def next_tick(fields: dict, tz: str, after: datetime | None = None) -> datetime:
 
 # -- saving ----------------------------------------------------------------------------------------
 
-def schedule_save(*, name: str, origin: str, kind: str, recipe: str, args: list[str], when: str,
-                  tz: str = "") -> tuple[RecipeSchedule, bool]:
+
+def schedule_save(
+    *, name: str, origin: str, kind: str, recipe: str, args: list[str], when: str, tz: str = ""
+) -> tuple[RecipeSchedule, bool]:
     """Create or update a schedule; (the schedule, whether anything changed)."""
     fields = parse_when(when)
     zone(tz)
     existing = RecipeSchedule.objects.filter(name=name).select_related("q").first()
-    if existing and (existing.when, existing.timezone, existing.kind, existing.recipe, existing.args) == \
-            (when, tz, kind, recipe, list(args)):
+    if existing and (existing.when, existing.timezone, existing.kind, existing.recipe, existing.args) == (
+        when,
+        tz,
+        kind,
+        recipe,
+        list(args),
+    ):
         return existing, False
     with transaction.atomic():
         q = existing.q if existing else Schedule(name=name, func=FUNC)
@@ -121,7 +130,8 @@ def schedules_sync_recipes() -> list[str]:
     """Keep `auto-<kind>-<name>` schedules in step with the catalogue's recipes."""
     wanted = {}
     for kind, name, spec in Recipe.objects.filter(archived=False, good__isnull=False).values_list(
-            "kind", "name", "good__spec"):
+        "kind", "name", "good__spec"
+    ):
         when = (spec or {}).get("schedule")
         if when and when != "off":
             wanted[recipe_schedule_name(kind, name)] = (kind, name, when)
@@ -132,8 +142,9 @@ def schedules_sync_recipes() -> list[str]:
             said.append(f"schedule {row.name} removed")
     for name, (kind, recipe, when) in wanted.items():
         try:
-            _, changed = schedule_save(name=name, origin=RecipeSchedule.RECIPE, kind=kind, recipe=recipe,
-                                       args=[], when=when)
+            _, changed = schedule_save(
+                name=name, origin=RecipeSchedule.RECIPE, kind=kind, recipe=recipe, args=[], when=when
+            )
         except ScheduleError as exc:
             log.warning("recipe %s/%s: %s", kind, recipe, exc)
             continue
@@ -144,12 +155,15 @@ def schedules_sync_recipes() -> list[str]:
 
 def schedule_add(*, name: str, kind: str, recipe: str, args: list[str], when: str, tz: str = "") -> RecipeSchedule:
     if not NAME_RE.match(name) or name.startswith("auto-"):
-        raise ScheduleError(f"{name!r}: a schedule name is lowercase letters, digits, '.', '_' or '-' "
-                            "and does not start with auto- (kept for recipes' own schedules)")
+        raise ScheduleError(
+            f"{name!r}: a schedule name is lowercase letters, digits, '.', '_' or '-' "
+            "and does not start with auto- (kept for recipes' own schedules)"
+        )
     if RecipeSchedule.objects.filter(name=name).exists():
         raise ScheduleError(f"a schedule named {name!r} already exists; remove it first")
-    row, _ = schedule_save(name=name, origin=RecipeSchedule.MANUAL, kind=kind, recipe=recipe, args=args,
-                           when=when, tz=tz)
+    row, _ = schedule_save(
+        name=name, origin=RecipeSchedule.MANUAL, kind=kind, recipe=recipe, args=args, when=when, tz=tz
+    )
     return row
 
 
@@ -163,8 +177,10 @@ def schedule_get(name: str) -> RecipeSchedule:
 def schedule_remove(*, name: str) -> str:
     row = schedule_get(name)
     if row.origin == RecipeSchedule.RECIPE:
-        raise ScheduleError(f"{name} comes from the recipe's schedule: set `schedule: off` in "
-                            f"{row.kind}/{row.recipe} (or disable it here)")
+        raise ScheduleError(
+            f"{name} comes from the recipe's schedule: set `schedule: off` in "
+            f"{row.kind}/{row.recipe} (or disable it here)"
+        )
     row.q.delete()
     return f"schedule {name} removed"
 
@@ -188,6 +204,7 @@ def schedule_disable(*, name: str, reason: str = "disabled by hand") -> str:
 
 
 # -- ticks and outcomes ------------------------------------------------------------------------------
+
 
 def schedule_tick(name: str) -> str:
     """What a schedule does when django-q2 fires it: start its run, headless."""

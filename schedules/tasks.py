@@ -1,4 +1,5 @@
 """django-q2 entry point of every schedule (schedules queue it by its dotted path, FUNC)."""
+
 from __future__ import annotations
 
 from schedules.services import schedule_tick

@@ -2,6 +2,7 @@
 """Run the engine and worker tests again on the scale-out path: PostgreSQL + the Redis broker
 and channel layer. When the services do not answer this skips with the reason, except under
 CI=true, where that is a failure: CI proves the scale-out path every time."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,11 @@ def answers(host: str, port: int) -> bool:
 
 
 def main() -> int:
-    down = [name for name, host, port in (("PostgreSQL", "127.0.0.1", 5432), ("Redis", "127.0.0.1", 6379))
-            if not answers(host, port)]
+    down = [
+        name
+        for name, host, port in (("PostgreSQL", "127.0.0.1", 5432), ("Redis", "127.0.0.1", 6379))
+        if not answers(host, port)
+    ]
     if down:
         message = f"scale-out tests: {' and '.join(down)} do not answer on 127.0.0.1"
         if os.environ.get("CI") == "true":
@@ -34,10 +38,13 @@ def main() -> int:
         return 0
     base = POSTGRES.rsplit("/", 1)[0]
     redis_base = REDIS.rsplit("/", 1)[0]
-    env = {**os.environ,
-           "DATABASE_URL": f"{base}/rysh_scaleout",  # pytest-django creates test_rysh_scaleout
-           "REDIS_URL": f"{redis_base}/14",
-           "RYSH_WORKER_TEST_POSTGRES": POSTGRES, "RYSH_WORKER_TEST_REDIS_URL": f"{redis_base}/13"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{base}/rysh_scaleout",  # pytest-django creates test_rysh_scaleout
+        "REDIS_URL": f"{redis_base}/14",
+        "RYSH_WORKER_TEST_POSTGRES": POSTGRES,
+        "RYSH_WORKER_TEST_REDIS_URL": f"{redis_base}/13",
+    }
     print("scale-out tests: the engine and worker tests on PostgreSQL with the Redis broker", flush=True)
     return subprocess.call([sys.executable, "-m", "pytest", "--create-db", *TESTS, *sys.argv[1:]], env=env)
 

@@ -6,6 +6,7 @@ Same setup as the end-to-end tests (tests/e2e/stack.py): a temp data folder, mig
 seed_demo, the offline demo recipe run on the scripted model. Every picture is 1280 px wide.
 Runs: one fulfilled and one stopped for the history, then one watched live from the browser.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,10 @@ RECIPE = "/recipes/task/reading-list/"
 def shoot(page, out: Path, name: str, *, until: str = "main", max_height: int = 2400) -> Path:
     """The page from the top down to the bottom of `until` (plus a margin), at most max_height."""
     path = out / f"{name}.png"
-    bottom = page.evaluate("(sel) => { const r = document.querySelector(sel).getBoundingClientRect();"
-                           " return r.bottom + window.scrollY; }", until)
+    bottom = page.evaluate(
+        "(sel) => { const r = document.querySelector(sel).getBoundingClientRect(); return r.bottom + window.scrollY; }",
+        until,
+    )
     height = int(min(bottom + 24, max_height, page.evaluate("document.documentElement.scrollHeight")))
     page.screenshot(path=str(path), full_page=True, clip={"x": 0, "y": 0, "width": WIDTH, "height": height})
     size = path.stat().st_size

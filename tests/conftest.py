@@ -1,11 +1,12 @@
 import os
-import pytest
 import socket
 import textwrap
 from pathlib import Path
-from runs import engine, services, worker
-from runs.wiring import arm_run
 
+import pytest
+
+from runs import services, worker
+from runs.wiring import arm_run
 
 POSTGRES = ("127.0.0.1", 5432)
 REDIS = ("127.0.0.1", 6379)
@@ -45,7 +46,7 @@ def redis_url():
 
 # -- runs of task recipes on the scripted provider (shared by the runs and schedules tests) --
 
-SCRIPT = "passes:\n  - task:\n      - text: Done.\n    judge: \"YES\\nok\"\n"
+SCRIPT = 'passes:\n  - task:\n      - text: Done.\n    judge: "YES\\nok"\n'
 
 
 @pytest.fixture
@@ -74,8 +75,7 @@ def recipe_file(tmp_path, results_root):
 def start(recipe_file, db):
     def start(text: str, *args: str, name: str = "job", **options):
         path = recipe_file(text, name)
-        return services.run_start(kind="task", name_or_path=str(path), args=list(args),
-                                  provider="scripted", **options)
+        return services.run_start(kind="task", name_or_path=str(path), args=list(args), provider="scripted", **options)
 
     return start
 

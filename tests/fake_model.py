@@ -4,6 +4,7 @@
 byte bound of what it was sent and its output is exactly max_tokens, so the ceiling
 tests hold against the worst model, not a polite one.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,10 +22,14 @@ def tool(name, **arguments):
 class FakeModel:
     label = "fake (tests)"
 
-    def __init__(self, *, task=None, wrap_up=None, judge=None, adversarial=False, repeat_last=True,
-                 delay=0.0, on_call=None):
-        self.turns = {"task": task or [{"text": "done"}], "wrap-up": wrap_up or [{"text": "landed"}],
-                      "judging": judge or ["YES\nlooks complete"]}
+    def __init__(
+        self, *, task=None, wrap_up=None, judge=None, adversarial=False, repeat_last=True, delay=0.0, on_call=None
+    ):
+        self.turns = {
+            "task": task or [{"text": "done"}],
+            "wrap-up": wrap_up or [{"text": "landed"}],
+            "judging": judge or ["YES\nlooks complete"],
+        }
         self.adversarial = adversarial
         self.repeat_last = repeat_last
         self.delay = delay
@@ -47,7 +52,7 @@ class FakeModel:
         if request.cancelled():
             raise ModelCancelled()
         turns = self.turns[request.purpose]
-        index = sum(1 for m in request.messages[request.leg_start:] if m["role"] == "assistant")
+        index = sum(1 for m in request.messages[request.leg_start :] if m["role"] == "assistant")
         if request.purpose == "judging":
             index = request.pass_number - 1
         if index >= len(turns):
@@ -63,13 +68,19 @@ class FakeModel:
         if turn.get("text"):
             content.append({"type": "text", "text": turn["text"]})
         for k, call in enumerate(turn.get("tools", [])):
-            content.append({"type": "tool_use", "id": f"toolu_{self.calls}_{k}", "name": call["name"],
-                            "input": call["input"]})
+            content.append(
+                {"type": "tool_use", "id": f"toolu_{self.calls}_{k}", "name": call["name"], "input": call["input"]}
+            )
         return self._reply(request, content)
 
     def _reply(self, request, content):
-        full = (size(request.system) + size(request.tools) + size(request.messages) + REQUEST_OVERHEAD
-                + MESSAGE_OVERHEAD * len(request.messages))
+        full = (
+            size(request.system)
+            + size(request.tools)
+            + size(request.messages)
+            + REQUEST_OVERHEAD
+            + MESSAGE_OVERHEAD * len(request.messages)
+        )
         stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
         if self.adversarial:
             input_tokens, output = full, request.max_tokens
@@ -78,8 +89,9 @@ class FakeModel:
             if output > request.max_tokens:
                 output, stop = request.max_tokens, "max_tokens"
                 content = [b for b in content if b["type"] == "text"] or [{"type": "text", "text": "…"}]
-        return ModelReply(content=content, stop_reason=stop,
-                          usage=Usage(input_tokens=input_tokens, output_tokens=output))
+        return ModelReply(
+            content=content, stop_reason=stop, usage=Usage(input_tokens=input_tokens, output_tokens=output)
+        )
 
 
 class Failing:

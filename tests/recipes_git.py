@@ -1,4 +1,5 @@
 """Real git repositories in temporary folders for the sync, editor and review tests."""
+
 from __future__ import annotations
 
 import subprocess
@@ -32,8 +33,9 @@ BROKEN = "---\nloop:\n  do:\n    interval: 900\n---\nx\n"
 
 
 def git(repo: Path, *args: str, input: str | None = None) -> str:
-    return subprocess.run(["git", "-C", str(repo), *AUTHOR, *args], check=True, text=True,
-                          capture_output=True, input=input).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *AUTHOR, *args], check=True, text=True, capture_output=True, input=input
+    ).stdout.strip()
 
 
 class WorkRepo:
@@ -82,8 +84,7 @@ def make_repo(path: Path, **files: str) -> WorkRepo:
 @pytest.fixture
 def work(tmp_path, settings) -> WorkRepo:
     """A local recipes repository (a working clone) configured as RYSH_RECIPES_REPO."""
-    repo = make_repo(tmp_path / "recipes", tasks__report=recipe_text(),
-                     webs__scout=recipe_text("Scout the web"))
+    repo = make_repo(tmp_path / "recipes", tasks__report=recipe_text(), webs__scout=recipe_text("Scout the web"))
     settings.RYSH_RECIPES_REPO = str(repo.path)
     settings.RYSH_RECIPES_BRANCH = "main"
     settings.DATA_DIR = tmp_path / "data"
@@ -93,8 +94,7 @@ def work(tmp_path, settings) -> WorkRepo:
 @pytest.fixture
 def remote(tmp_path, settings) -> WorkRepo:
     """A bare 'remote' configured by URL, and a clone of it someone else pushes from."""
-    seed = make_repo(tmp_path / "seed", tasks__report=recipe_text(),
-                     webs__scout=recipe_text("Scout the web"))
+    seed = make_repo(tmp_path / "seed", tasks__report=recipe_text(), webs__scout=recipe_text("Scout the web"))
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(seed.path), str(bare)], check=True)
     other = tmp_path / "other"
@@ -110,6 +110,7 @@ def remote(tmp_path, settings) -> WorkRepo:
 def make_user(username: str, role: str | None = "editor", **fields):
     """A user in one of the role groups (viewer, operator, editor, admin)."""
     from django.contrib.auth.models import Group, User
+
     user = User.objects.create_user(username, f"{username}@example.com", "pw", **fields)
     if role:
         user.groups.add(Group.objects.get_or_create(name=role)[0])

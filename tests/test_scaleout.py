@@ -3,6 +3,7 @@
 Each test runs the project in a subprocess with the variables a team would set,
 against the services on this machine, so the settings switch is proven, not read.
 """
+
 import os
 import subprocess
 import sys
@@ -19,8 +20,9 @@ pytestmark = pytest.mark.scaleout
 def _manage(*args, env_extra, tmp_path):
     env = {**os.environ, "RYSH_DATA_DIR": str(tmp_path), **env_extra}
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture
@@ -41,8 +43,7 @@ def test_it_migrates_and_seeds_on_postgresql(fresh_database, tmp_path):
     assert seeded.returncode == 0, seeded.stderr
     with psycopg.connect(fresh_database) as conn:
         users = conn.execute("SELECT username FROM auth_user ORDER BY username").fetchall()
-        tables = {r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()}
+        tables = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()}
     assert users == [("demo",), ("operator",), ("reviewer",), ("viewer",)]
     assert "django_q_task" in tables
 
@@ -65,10 +66,16 @@ print(json.dumps({"broker": type(broker).__name__, "got": got,
 
 def test_it_uses_the_redis_broker_and_channel_layer(redis_url, tmp_path):
     mark = uuid.uuid4().hex
-    env = {**os.environ, "RYSH_DATA_DIR": str(tmp_path), "REDIS_URL": redis_url, "MARK": mark,
-           "DJANGO_SETTINGS_MODULE": "rysh_site.settings"}
-    result = subprocess.run([sys.executable, "-c", BROKER_ROUND_TRIP], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "RYSH_DATA_DIR": str(tmp_path),
+        "REDIS_URL": redis_url,
+        "MARK": mark,
+        "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", BROKER_ROUND_TRIP], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert f'"got": "payload-{mark}"' in result.stdout
     assert '"broker": "Redis"' in result.stdout

@@ -4,6 +4,7 @@
 allowed_domains tests need. Every request is logged, so a test can check what the page
 fetched (or did not fetch).
 """
+
 from __future__ import annotations
 
 import threading
@@ -60,8 +61,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         server.log.append((self.headers.get("Host", ""), path))
         if path == "/cookie/set":
-            return self._send(_cookie_page("set"), headers={
-                "Set-Cookie": "login=alice; Max-Age=3600; Path=/"})
+            return self._send(_cookie_page("set"), headers={"Set-Cookie": "login=alice; Max-Age=3600; Path=/"})
         if path == "/cookie/show":
             return self._send(_cookie_page(self.headers.get("Cookie", "")))
         if path in server.extra:

@@ -4,89 +4,41 @@ and the live validation that answers as you type.
 Validation posts the text and swaps only #validation (errors at their lines and the plan
 preview); the textarea is never a swap target, so nothing the user typed is ever replaced.
 """
+
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from reviews.models import ChangeRequest
-from reviews.models import ChangeAction, ChangeState
-from catalogue.plan_report import plan_lines
-from catalogue.recipe import NAME_RE, RecipeError, parse_recipe, unfilled_placeholders
+from catalogue.repo import RepoError
 from catalogue.spec import FOLDERS
-from catalogue.repo import RepoError, open_repo, recipe_path
-from reviews.services import (
-    ReviewError, change_request_delete, change_request_open, change_request_rename,
-    change_request_update, normalize_text, plan_delta, text_diff,
-)
-from rysh_site.roles import require, user_can
 from catalogue.views import _get_recipe_for_user
-from budgets.plan import resolve
+from reviews.models import ChangeAction, ChangeRequest, ChangeState
+from reviews.selectors import change_request_theirs, recipe_text_check
+from reviews.services import (
+    ReviewError,
+    change_request_delete,
+    change_request_open,
+    change_request_rename,
+    change_request_update,
+    normalize_text,
+    text_diff,
+)
+from reviews.starters import TEMPLATES
+from rysh_site.roles import require, user_can
 
-TEMPLATES = {
-    "task": ("A task", """---
-description: What this task does, in one line.
-args: [topic]
-loop:
-  do:
-    max_iterations: 40
-    max_duration: 10m
-    budget:
-      size: 50p
----
-Describe the task for {{topic}}. Save what you produce into {{output_dir}}.
-"""),
-    "task-loop": ("A task that repeats until a goal holds", """---
-description: What this task does, in one line.
-args: [topic]
-loop:
-  do:
-    max_iterations: 60
-    max_duration: 10m
-    budget:
-      size: 1b
-      watch:
-        takeover_when: 90
-        takeover_prompt: >
-          The budget for this pass is used up. Save what exists, label it PARTIAL
-          and list what remains.
-  while:
-    max_iterations: 3
-    budget: 3b
-    prompts:
-      until: >
-        The saved result on {{topic}} is complete and not labelled PARTIAL.
-      iterate_with: >
-        Continue on {{topic}}; keep what the previous pass saved and add only new work.
----
-Describe the task for {{topic}}. Save the result as markdown in {{output_dir}}.
-"""),
-    "web": ("A web recipe (drives a browser)", """---
-description: What this web recipe does, in one line.
-web_profile: default
-url: https://example.com/
-loop:
-  do:
-    max_iterations: 80
-    max_duration: 10m
-    budget:
-      size: 1b
-      watch:
-        takeover_when: 90
-        takeover_prompt: >
-          Stop browsing now. Save what you found and say what remains.
----
-Open the start page and describe what to do there. Save findings into {{output_dir}}.
-"""),
-}
+EDITOR = "reviews/editor.html"
 
 
 @login_required
-def recipe_edit(request, kind: str, name: str):
+def recipe_edit(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     recipe = _get_recipe_for_user(request, kind, name)
     require(request.user, "edit")
     if recipe.archived or recipe.latest is None:
@@ -97,24 +49,33 @@ def recipe_edit(request, kind: str, name: str):
         text, message = request.POST.get("text", ""), request.POST.get("message", "")
         try:
             _refuse_invalid(text, kind=kind, name=name)
-            change = change_request_open(user=request.user, kind=kind, name=name, text=text,
-                                         message=message)
+            change = change_request_open(user=request.user, kind=kind, name=name, text=text, message=message)
         except (ReviewError, RepoError) as exc:
             error = str(exc)
         else:
-            messages.success(request, f"Proposed as change request #{change.pk}; "
-                                      "someone else reviews and merges it.")
+            messages.success(request, f"Proposed as change request #{change.pk}; someone else reviews and merges it.")
             return redirect("change_detail", pk=change.pk)
-    return render(request, "reviews/editor.html", {
-        "mode": "edit", "recipe": recipe, "branch": settings.RYSH_RECIPES_BRANCH, "kind": kind, "name": name, "text": text,
-        "message": message, "error": error,
-        **validation(normalize_text(text), kind=kind, name=name,
-                     against=recipe.good.text if recipe.good else None),
-    })
+    return render(
+        request,
+        EDITOR,
+        {
+            "mode": "edit",
+            "recipe": recipe,
+            "branch": settings.RYSH_RECIPES_BRANCH,
+            "kind": kind,
+            "name": name,
+            "text": text,
+            "message": message,
+            "error": error,
+            **recipe_text_check(
+                normalize_text(text), kind=kind, name=name, against=recipe.good.text if recipe.good else None
+            ),
+        },
+    )
 
 
 @login_required
-def recipe_new(request):
+def recipe_new(request: HttpRequest) -> HttpResponse:
     require(request.user, "edit")
     kind = request.POST.get("kind") or request.GET.get("kind") or "task"
     kind = kind if kind in FOLDERS else "task"
@@ -125,23 +86,35 @@ def recipe_new(request):
     if request.method == "POST":
         try:
             _refuse_invalid(text, kind=kind, name=name)
-            change = change_request_open(user=request.user, kind=kind, name=name, text=text,
-                                         message=message, create=True)
+            change = change_request_open(
+                user=request.user, kind=kind, name=name, text=text, message=message, create=True
+            )
         except (ReviewError, RepoError) as exc:
             error = str(exc)
         else:
             messages.success(request, f"Proposed as change request #{change.pk}.")
             return redirect("change_detail", pk=change.pk)
-    return render(request, "reviews/editor.html", {
-        "mode": "new", "branch": settings.RYSH_RECIPES_BRANCH, "kind": kind, "name": name, "text": text, "message": message,
-        "error": error, "templates": TEMPLATES, "template": template,
-        **validation(normalize_text(text), kind=kind, name=name or "new-recipe"),
-    })
+    return render(
+        request,
+        EDITOR,
+        {
+            "mode": "new",
+            "branch": settings.RYSH_RECIPES_BRANCH,
+            "kind": kind,
+            "name": name,
+            "text": text,
+            "message": message,
+            "error": error,
+            "templates": TEMPLATES,
+            "template": template,
+            **recipe_text_check(normalize_text(text), kind=kind, name=name or "new-recipe"),
+        },
+    )
 
 
 @login_required
 @require_POST
-def recipe_validate(request):
+def recipe_validate(request: HttpRequest) -> HttpResponse:
     """The live check: the text in, the errors at their lines and the plan preview out."""
     require(request.user, "edit")
     kind = request.POST.get("kind", "task")
@@ -152,57 +125,55 @@ def recipe_validate(request):
         against = recipe.good.text if recipe.good else None
     elif request.POST.get("change", "").isdigit():  # a revision: against the change's base
         against = get_object_or_404(ChangeRequest, pk=int(request.POST["change"])).base_text or None
-    return render(request, "reviews/_validation.html",
-                  validation(normalize_text(request.POST.get("text", "")), kind=kind, name=name,
-                             against=against))
-
-
-def validation(text: str, *, kind: str, name: str, against: str | None = None) -> dict:
-    kind = kind if kind in FOLDERS else "task"
-    path = recipe_path(FOLDERS[kind], name if NAME_RE.match(name) else "new-recipe")
-    try:
-        spec = parse_recipe(text, path=path, kind=kind, name=name)
-    except RecipeError as exc:
-        return {"issues": exc.issues, "preview": [], "warnings": [], "delta": None,
-                "line_count": text.count("\n") + 1}
-    plan = resolve(spec.do, spec.loop_while)
-    executor = spec.executor_model or settings.RYSH_EXECUTOR_MODEL
-    judge = spec.judge or settings.RYSH_JUDGE_MODEL
-    return {
-        "issues": [], "line_count": text.count("\n") + 1,
-        "preview": plan_lines(spec, plan, executor=executor, judge=judge),
-        "warnings": [*spec.warnings, *plan.warnings, *unfilled_placeholders(spec, None)],
-        "delta": plan_delta(against, text, kind=kind, name=name) if against is not None else None,
-    }
+    return render(
+        request,
+        "reviews/editor/_validation.html",
+        recipe_text_check(normalize_text(request.POST.get("text", "")), kind=kind, name=name, against=against),
+    )
 
 
 def _refuse_invalid(text: str, *, kind: str, name: str) -> None:
     """The editor proposes only recipes that parse: the errors are on screen, fix them first.
     (A broken version can still reach the branch from outside; sync keeps the good one running.)"""
-    issues = validation(normalize_text(text), kind=kind, name=name or "new-recipe")["issues"]
+    issues = recipe_text_check(normalize_text(text), kind=kind, name=name or "new-recipe")["issues"]
     if issues:
-        raise ReviewError(f"fix the {len(issues)} error{'s' if len(issues) > 1 else ''} shown "
-                          "beside the text first; nothing was saved")
+        raise ReviewError(
+            f"fix the {len(issues)} error{'s' if len(issues) > 1 else ''} shown "
+            "beside the text first; nothing was saved"
+        )
 
 
 @login_required
 @require_POST
-def recipe_rename(request, kind: str, name: str):
+def recipe_rename(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     _get_recipe_for_user(request, kind, name)
-    return _propose(request, kind, name, lambda: change_request_rename(
-        user=request.user, kind=kind, name=name, new_name=request.POST.get("new_name", "").strip(),
-        message=request.POST.get("message", "")))
+    return _propose(
+        request,
+        kind,
+        name,
+        lambda: change_request_rename(
+            user=request.user,
+            kind=kind,
+            name=name,
+            new_name=request.POST.get("new_name", "").strip(),
+            message=request.POST.get("message", ""),
+        ),
+    )
 
 
 @login_required
 @require_POST
-def recipe_delete(request, kind: str, name: str):
+def recipe_delete(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     _get_recipe_for_user(request, kind, name)
-    return _propose(request, kind, name, lambda: change_request_delete(
-        user=request.user, kind=kind, name=name, message=request.POST.get("message", "")))
+    return _propose(
+        request,
+        kind,
+        name,
+        lambda: change_request_delete(user=request.user, kind=kind, name=name, message=request.POST.get("message", "")),
+    )
 
 
-def _propose(request, kind, name, make):
+def _propose(request: HttpRequest, kind: str, name: str, make: Callable[[], ChangeRequest]) -> HttpResponse:
     try:
         change = make()
     except (ReviewError, RepoError) as exc:
@@ -213,7 +184,7 @@ def _propose(request, kind, name, make):
 
 
 @login_required
-def change_edit(request, pk: int):
+def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """The author revises a change request; in conflict, against the tracked branch's head."""
     require(request.user, "edit")
     change = get_object_or_404(ChangeRequest, pk=pk)
@@ -233,22 +204,22 @@ def change_edit(request, pk: int):
         else:
             messages.success(request, "Revised; the reviewers see the new diff.")
             return redirect("change_detail", pk=pk)
-    theirs = _theirs(change) if change.state == ChangeState.CONFLICT else None
+    theirs = change_request_theirs(change) if change.state == ChangeState.CONFLICT else None
     kind, name = change.kind, change.new_name or change.name
-    return render(request, "reviews/editor.html", {
-        "mode": "revise", "branch": change.target_branch, "change": change, "kind": kind, "name": name, "text": text,
-        "message": message, "error": error, "theirs": theirs,
-        "theirs_diff": text_diff(theirs, normalize_text(text)) if theirs is not None else None,
-        **validation(normalize_text(text), kind=kind, name=name,
-                     against=change.base_text or None),
-    })
-
-
-def _theirs(change: ChangeRequest) -> str | None:
-    """The file as the tracked branch has it now, to resolve a conflict by hand."""
-    try:
-        git = open_repo(change.repo)
-        git.refresh(change.target_branch)
-        return git.read_file(git.head(change.target_branch), change.path or change.new_path) or ""
-    except RepoError:
-        return None
+    return render(
+        request,
+        EDITOR,
+        {
+            "mode": "revise",
+            "branch": change.target_branch,
+            "change": change,
+            "kind": kind,
+            "name": name,
+            "text": text,
+            "message": message,
+            "error": error,
+            "theirs": theirs,
+            "theirs_diff": text_diff(theirs, normalize_text(text)) if theirs is not None else None,
+            **recipe_text_check(normalize_text(text), kind=kind, name=name, against=change.base_text or None),
+        },
+    )

@@ -1,75 +1,98 @@
 """Change requests: the list, one request (diff, plan and cost delta, thread) and its actions."""
+
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from reviews.models import ChangeRequest
-from reviews.models import OPEN_STATES, ChangeAction, ChangeState
 from catalogue.repo import RepoError
+from reviews.models import OPEN_STATES, ChangeAction, ChangeRequest, ChangeState
+from reviews.selectors import change_request_comments, change_request_list
 from reviews.services import (
-    ReviewError, change_request_approve, change_request_close, change_request_comment,
-    change_request_request_changes, plan_delta, text_diff,
+    ReviewError,
+    change_request_approve,
+    change_request_close,
+    change_request_comment,
+    change_request_request_changes,
+    plan_delta,
+    text_diff,
 )
 from rysh_site.roles import require, user_can
 
-FILTERS = {"open": OPEN_STATES, "merged": (ChangeState.MERGED,),
-           "closed": (ChangeState.CLOSED,), "all": None}
+FILTERS = {"open": OPEN_STATES, "merged": (ChangeState.MERGED,), "closed": (ChangeState.CLOSED,), "all": None}
 
 
-def _get_change_for_user(request, pk: int) -> ChangeRequest:
+def _get_change_for_user(request: HttpRequest, pk: int) -> ChangeRequest:
     require(request.user, "view")
     return get_object_or_404(ChangeRequest.objects.select_related("author", "merged_by"), pk=pk)
 
 
 @login_required
-def change_list(request):
+def change_list(request: HttpRequest) -> HttpResponse:
     require(request.user, "view")
     show = request.GET.get("state", "open")
     states = FILTERS.get(show, OPEN_STATES)
-    changes = ChangeRequest.objects.select_related("author").defer("base_text", "proposed_text")
-    if states is not None:
-        changes = changes.filter(state__in=states)
-    return render(request, "reviews/change_list.html",
-                  {"changes": changes[:200], "show": show, "filters": FILTERS})
+    return render(
+        request,
+        "reviews/change_list.html",
+        {"changes": change_request_list(states=states), "show": show, "filters": FILTERS},
+    )
 
 
 @login_required
-def change_detail(request, pk: int):
+def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     change = _get_change_for_user(request, pk)
     user = request.user
     is_author = change.author_id == user.pk
     can_review = user_can(user, "review") and not is_author
-    return render(request, "reviews/change_detail.html", {
-        "change": change,
-        "comments": change.comments.select_related("author"),
-        "diff": text_diff(change.base_text, change.proposed_text),
-        "delta": plan_delta(change.base_text or None, change.proposed_text or None,
-                            kind=change.kind, name=change.name, new_name=change.new_name),
-        "is_author": is_author,
-        "can_review": can_review and change.is_open,
-        "can_revise": (is_author or user_can(user, "admin")) and user_can(user, "edit")
-                      and change.is_open and change.action != ChangeAction.DELETE,
-        "can_close": (is_author or user_can(user, "admin")) and change.is_open,
-    })
+    return render(
+        request,
+        "reviews/change_detail.html",
+        {
+            "change": change,
+            "comments": change_request_comments(change),
+            "diff": text_diff(change.base_text, change.proposed_text),
+            "delta": plan_delta(
+                change.base_text or None,
+                change.proposed_text or None,
+                kind=change.kind,
+                name=change.name,
+                new_name=change.new_name,
+            ),
+            "is_author": is_author,
+            "can_review": can_review and change.is_open,
+            "can_revise": (is_author or user_can(user, "admin"))
+            and user_can(user, "edit")
+            and change.is_open
+            and change.action != ChangeAction.DELETE,
+            "can_close": (is_author or user_can(user, "admin")) and change.is_open,
+        },
+    )
 
 
 @login_required
 @require_POST
-def change_comment(request, pk: int):
+def change_comment(request: HttpRequest, pk: int) -> HttpResponse:
     change = _get_change_for_user(request, pk)
-    return _act(request, change, lambda: change_request_comment(
-        change=change, user=request.user, body=request.POST.get("body", "")), "Comment added.")
+    return _act(
+        request,
+        change,
+        lambda: change_request_comment(change=change, user=request.user, body=request.POST.get("body", "")),
+        "Comment added.",
+    )
 
 
 @login_required
 @require_POST
-def change_approve(request, pk: int):
+def change_approve(request: HttpRequest, pk: int) -> HttpResponse:
     change = _get_change_for_user(request, pk)
 
-    def approve():
+    def approve() -> ChangeRequest:
         done = change_request_approve(change=change, user=request.user)
         if done.state == ChangeState.CONFLICT:
             messages.error(request, "Not merged: the merge conflicts. See below.")
@@ -80,22 +103,26 @@ def change_approve(request, pk: int):
 
 @login_required
 @require_POST
-def change_request_changes(request, pk: int):
+def change_request_changes(request: HttpRequest, pk: int) -> HttpResponse:
     change = _get_change_for_user(request, pk)
-    return _act(request, change, lambda: change_request_request_changes(
-        change=change, user=request.user, body=request.POST.get("body", "")),
-        "Changes requested.")
+    return _act(
+        request,
+        change,
+        lambda: change_request_request_changes(change=change, user=request.user, body=request.POST.get("body", "")),
+        "Changes requested.",
+    )
 
 
 @login_required
 @require_POST
-def change_close(request, pk: int):
+def change_close(request: HttpRequest, pk: int) -> HttpResponse:
     change = _get_change_for_user(request, pk)
-    return _act(request, change, lambda: change_request_close(change=change, user=request.user),
-                "Closed.")
+    return _act(request, change, lambda: change_request_close(change=change, user=request.user), "Closed.")
 
 
-def _act(request, change, action, success: str | None):
+def _act(
+    request: HttpRequest, change: ChangeRequest, action: Callable[[], object], success: str | None
+) -> HttpResponse:
     try:
         done = action()
     except (ReviewError, RepoError) as exc:

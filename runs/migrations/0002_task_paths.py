@@ -1,5 +1,6 @@
 """The django-q2 entry points moved with the apps split: schedules and tasks already queued
 name them by dotted path, so rewrite those paths (a queued run must still reach a worker)."""
+
 from django.db import migrations
 
 MOVED = {

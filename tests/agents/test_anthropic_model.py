@@ -1,4 +1,5 @@
 """The Anthropic provider, driven through the real SDK against the fake server on loopback."""
+
 from __future__ import annotations
 
 import copy
@@ -15,10 +16,16 @@ from tests.fakes.anthropic_server import FakeAnthropic
 
 KEY = "sk-ant-test-secret-0123456789"
 TOOLS = [
-    {"name": "save_result", "description": "Save a file.",
-     "input_schema": {"type": "object", "properties": {"filename": {"type": "string"}}}},
-    {"name": "fetch", "description": "Fetch a URL.",
-     "input_schema": {"type": "object", "properties": {"url": {"type": "string"}}}},
+    {
+        "name": "save_result",
+        "description": "Save a file.",
+        "input_schema": {"type": "object", "properties": {"filename": {"type": "string"}}},
+    },
+    {
+        "name": "fetch",
+        "description": "Fetch a URL.",
+        "input_schema": {"type": "object", "properties": {"url": {"type": "string"}}},
+    },
 ]
 
 
@@ -34,9 +41,14 @@ def model(fake):
 
 
 def request(seconds: float = 10.0, **overrides) -> ModelRequest:
-    fields = dict(model="claude-fake-1", system="You are careful.", tools=TOOLS,
-                  messages=[{"role": "user", "content": "Find five sources."}], max_tokens=1000,
-                  deadline=time.monotonic() + seconds)
+    fields = dict(
+        model="claude-fake-1",
+        system="You are careful.",
+        tools=TOOLS,
+        messages=[{"role": "user", "content": "Find five sources."}],
+        max_tokens=1000,
+        deadline=time.monotonic() + seconds,
+    )
     fields.update(overrides)
     return ModelRequest(**fields)
 
@@ -77,9 +89,11 @@ def test_usage_reads_the_cache_on_the_second_call(fake, model):
     first = model.complete(request()).usage
     assert first.cache_write_tokens > 0 and first.cache_read_tokens == 0
     assert first.output_tokens == 7
-    messages = [{"role": "user", "content": "Find five sources."},
-                {"role": "assistant", "content": [{"type": "text", "text": "first"}]},
-                {"role": "user", "content": "continue"}]
+    messages = [
+        {"role": "user", "content": "Find five sources."},
+        {"role": "assistant", "content": [{"type": "text", "text": "first"}]},
+        {"role": "user", "content": "continue"},
+    ]
     second = model.complete(request(messages=messages)).usage
     assert second.cache_read_tokens == first.cache_write_tokens + first.cache_read_tokens
     assert second.cache_write_tokens > 0  # the two new turns
@@ -87,16 +101,15 @@ def test_usage_reads_the_cache_on_the_second_call(fake, model):
 
 
 def test_cache_control_on_system_last_tool_and_last_block_without_mutating(fake, model):
-    messages = [{"role": "user", "content": [{"type": "text", "text": "old",
-                                              "cache_control": {"type": "ephemeral"}}]},
-                {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
-                {"role": "user", "content": [{"type": "text", "text": "a"},
-                                             {"type": "text", "text": "b"}]}]
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "old", "cache_control": {"type": "ephemeral"}}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+    ]
     before, tools_before = copy.deepcopy(messages), copy.deepcopy(TOOLS)
     model.complete(request(messages=messages))
     sent = fake.requests[0].json
-    assert sent["system"] == [{"type": "text", "text": "You are careful.",
-                               "cache_control": {"type": "ephemeral"}}]
+    assert sent["system"] == [{"type": "text", "text": "You are careful.", "cache_control": {"type": "ephemeral"}}]
     assert "cache_control" not in sent["tools"][0]
     assert sent["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in sent["messages"][0]["content"][0]  # ours are the only ones
@@ -110,7 +123,8 @@ def test_string_content_becomes_a_cached_block(fake, model):
     sent = fake.requests[0].json
     assert "system" not in sent and "tools" not in sent
     assert sent["messages"][-1]["content"] == [
-        {"type": "text", "text": "Find five sources.", "cache_control": {"type": "ephemeral"}}]
+        {"type": "text", "text": "Find five sources.", "cache_control": {"type": "ephemeral"}}
+    ]
 
 
 def test_429_then_success_honours_retry_after(fake, model):
@@ -164,8 +178,7 @@ def test_connection_errors_are_retried(fake):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again: nothing listens there
-    model = AnthropicModel(api_key=KEY, base_url=f"http://127.0.0.1:{port}", max_retries=2,
-                           backoff_seconds=0.01)
+    model = AnthropicModel(api_key=KEY, base_url=f"http://127.0.0.1:{port}", max_retries=2, backoff_seconds=0.01)
     with pytest.raises(ModelError, match="gave up after 3 attempts: connection error"):
         model.complete(request())
 
@@ -271,7 +284,10 @@ def test_the_deadline_message_keeps_the_earlier_cause(fake, model):
     fake.delay_next(0)  # the 529 itself
     fake.delay_next(30)
     started = time.monotonic()
-    with pytest.raises(ModelError, match=r"gave up after 2 attempts: no reply before the deadline "
-                                         r"\(before that: overloaded \(529\)\)"):
+    with pytest.raises(
+        ModelError,
+        match=r"gave up after 2 attempts: no reply before the deadline "
+        r"\(before that: overloaded \(529\)\)",
+    ):
         model.complete(request(seconds=1.0))
     assert time.monotonic() - started < 1.3

@@ -1,4 +1,5 @@
 """The browser tools against real Chromium and pages served on loopback."""
+
 import base64
 import os
 import stat
@@ -21,8 +22,9 @@ def make_tools(tmp_path, settings):
 
     def make(profile="p1", **options):
         options.setdefault("executable", settings.RYSH_CHROMIUM)
-        tools = BrowserTools(profile=profile, profiles_root=tmp_path / "profiles",
-                             output_dir=tmp_path / "results", **options)
+        tools = BrowserTools(
+            profile=profile, profiles_root=tmp_path / "profiles", output_dir=tmp_path / "results", **options
+        )
         opened.append(tools)
         return tools
 
@@ -96,7 +98,8 @@ def test_it_presses_keys_scrolls_and_waits_for_text(browser, site):
     assert browser.call("scroll", {"selector": "text=line 399"}).content == "scrolled 'text=line 399' into view"
     browser.call("navigate", {"url": "/later"})
     assert browser.call("wait_for_text", {"text": "Ready at last", "timeout_seconds": 5}).content.startswith(
-        "'Ready at last' is visible")
+        "'Ready at last' is visible"
+    )
     missing = browser.call("wait_for_text", {"text": "never there", "timeout_seconds": 0.3})
     assert missing.is_error and "did not appear within 0.3s" in missing.content
 
@@ -111,13 +114,16 @@ def test_it_reports_mistakes_to_the_model_instead_of_failing(browser):
 
 
 def test_it_saves_screenshots_as_results_and_shows_them_only_when_the_recipe_reads_screenshots(
-        make_tools, site, tmp_path):
+    make_tools, site, tmp_path
+):
     text = make_tools()
     text.open(site.url("/"))
     saved = text.call("screenshot", {"filename": "proof.jpg"})
     assert saved.files == ["proof.jpg"] and saved.images == []
     assert (tmp_path / "results/proof.jpg").read_bytes()[:2] == b"\xff\xd8"
-    assert "text" in [t for t in text.specs() if t["name"] == "read_page"][0]["input_schema"]["properties"]["mode"]["enum"]
+    assert (
+        "text" in [t for t in text.specs() if t["name"] == "read_page"][0]["input_schema"]["properties"]["mode"]["enum"]
+    )
     text.close()
 
     seeing = make_tools(profile="p2", web_read="screenshot")
@@ -177,14 +183,16 @@ def test_it_lists_and_deletes_profiles_but_not_one_in_use(make_tools, site, tmp_
 
 
 def test_allowed_domains_refuse_a_navigation_and_a_sub_request(make_tools, site):
-    site.extra["/leaky"] = (f"<!doctype html><title>Leaky</title><p>hi</p>"
-                            f"<script src='{site.url('/tracker.js', host='localhost')}'></script>"
-                            f"<script src='/own.js'></script>")
+    site.extra["/leaky"] = (
+        f"<!doctype html><title>Leaky</title><p>hi</p>"
+        f"<script src='{site.url('/tracker.js', host='localhost')}'></script>"
+        f"<script src='/own.js'></script>"
+    )
     tools = make_tools(allowed_domains=("127.0.0.1",))
     tools.open(site.url("/"))
     refused = tools.call("navigate", {"url": site.url("/form", host="localhost")})
     assert refused.is_error and "localhost is outside this recipe's allowed_domains (127.0.0.1)" in refused.content
-    assert ("localhost:%d" % site.port, "/form") not in site.log
+    assert (f"localhost:{site.port}", "/form") not in site.log
     result = tools.call("navigate", {"url": "/leaky"})
     assert not result.is_error
     assert "[allowed_domains refused 1 request(s)" in result.content and "tracker.js" in result.content
@@ -220,8 +228,18 @@ def test_it_passes_the_results_tools_through(browser, tmp_path):
     assert browser.call("save_result", {"filename": "a.md", "content": "hi"}).files == ["a.md"]
     assert "a.md" in browser.call("list_results", {}).content
     names = [t["name"] for t in browser.specs()]
-    assert names[:10] == ["navigate", "click", "fill", "type", "press", "scroll", "select", "wait_for_text",
-                          "read_page", "screenshot"]
+    assert names[:10] == [
+        "navigate",
+        "click",
+        "fill",
+        "type",
+        "press",
+        "scroll",
+        "select",
+        "wait_for_text",
+        "read_page",
+        "screenshot",
+    ]
     assert names[10:] == ["save_result", "list_results", "read_result"]
 
 

@@ -1,4 +1,5 @@
 """The offline scripted model: turn order, legs, judge, usage invariants, validation."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agents.ports import ModelCancelled, ModelError, ModelRequest
 from agents.scripted import ScriptedModel, ScriptError
@@ -16,23 +18,38 @@ from agents.scripted import ScriptedModel, ScriptError
 DEMO = Path(__file__).resolve().parents[2] / "demo/recipes/.rysh/automations/tasks/reading-list.script.yaml"
 SCRIPT = {
     "passes": [
-        {"task": [{"text": "Searching.", "tool_calls": [{"name": "save_result",
-                                                         "input": {"filename": "a.md", "content": "# A"}}]},
-                  {"text": "All saved."}],
-         "wrap-up": [{"tool_calls": [{"name": "save_result", "input": {"filename": "a.md", "content": "PARTIAL"}}]},
-                     {"text": "Saved the PARTIAL list."}],
-         "judge": "NO\nOnly three of five."},
-        {"task": [{"text": "Burning.", "tool_calls": [{"name": "fetch", "input": {"url": "u"}}]}],
-         "repeat_last": True,
-         "judge": "YES\nComplete."},
+        {
+            "task": [
+                {
+                    "text": "Searching.",
+                    "tool_calls": [{"name": "save_result", "input": {"filename": "a.md", "content": "# A"}}],
+                },
+                {"text": "All saved."},
+            ],
+            "wrap-up": [
+                {"tool_calls": [{"name": "save_result", "input": {"filename": "a.md", "content": "PARTIAL"}}]},
+                {"text": "Saved the PARTIAL list."},
+            ],
+            "judge": "NO\nOnly three of five.",
+        },
+        {
+            "task": [{"text": "Burning.", "tool_calls": [{"name": "fetch", "input": {"url": "u"}}]}],
+            "repeat_last": True,
+            "judge": "YES\nComplete.",
+        },
     ]
 }
 
 
 def request(messages=None, **overrides) -> ModelRequest:
-    fields = dict(model="scripted", system="Be brief.", tools=[{"name": "save_result"}],
-                  messages=messages or [{"role": "user", "content": "go"}], max_tokens=4000,
-                  deadline=time.monotonic() + 10)
+    fields = dict(
+        model="scripted",
+        system="Be brief.",
+        tools=[{"name": "save_result"}],
+        messages=messages or [{"role": "user", "content": "go"}],
+        max_tokens=4000,
+        deadline=time.monotonic() + 10,
+    )
     fields.update(overrides)
     return ModelRequest(**fields)
 
@@ -45,8 +62,10 @@ def converse(model, n, *, leg_start=0, messages=None, **overrides):
         reply = model.complete(request(messages, leg_start=leg_start, **overrides))
         replies.append(reply)
         results = [{"type": "tool_result", "tool_use_id": c["id"], "content": "ok"} for c in reply.tool_calls]
-        messages += [{"role": "assistant", "content": reply.content},
-                     {"role": "user", "content": results or "continue"}]
+        messages += [
+            {"role": "assistant", "content": reply.content},
+            {"role": "user", "content": results or "continue"},
+        ]
     return replies, messages
 
 
@@ -115,8 +134,7 @@ def test_cache_read_grows_along_a_conversation():
 
 
 def test_truncation_at_max_tokens():
-    model = ScriptedModel({"passes": [{"task": [{"text": "word " * 100,
-                                                 "tool_calls": [{"name": "t", "input": {}}]}]}]})
+    model = ScriptedModel({"passes": [{"task": [{"text": "word " * 100, "tool_calls": [{"name": "t", "input": {}}]}]}]})
     reply = model.complete(request(max_tokens=3))
     assert reply.stop_reason == "max_tokens" and reply.tool_calls == []
     assert reply.text == "word word wo" and reply.usage.output_tokens == 3
@@ -152,22 +170,31 @@ def test_the_demo_script_loads_and_lands():
     assert model.complete(request(purpose="judging", pass_number=2)).text.startswith("YES")
 
 
-@pytest.mark.parametrize("script, problem", [
-    ([], "the script must be a mapping"),
-    ({}, "passes: a non-empty list of passes is required"),
-    ({"passes": [], "latency_seconds": 0}, "passes: a non-empty list"),
-    ({"pases": []}, "unknown key 'pases'; did you mean 'passes'?"),
-    ({"passes": [{"task": [{"text": "x"}]}], "latency_seconds": -1}, "latency_seconds: must be a number"),
-    ({"passes": ["task"]}, "passes[0]: a pass must be a mapping"),
-    ({"passes": [{"wrap_up": []}]}, "passes[0]: unknown key 'wrap_up'; did you mean 'wrap-up'?"),
-    ({"passes": [{"task": {"text": "x"}}]}, "passes[0].task: must be a list of turns"),
-    ({"passes": [{"task": [{}]}]}, "passes[0].task[0]: a turn needs text or tool_calls"),
-    ({"passes": [{"task": [{"text": 3}]}]}, "passes[0].task[0].text: must be a string"),
-    ({"passes": [{"task": [{"tool_calls": [{"input": {}}]}]}]}, r"passes[0].task[0].tool_calls[0].name: a tool name"),
-    ({"passes": [{"task": [{"tool_calls": [{"name": "t", "input": [1]}]}]}]}, "tool_calls[0].input: must be a mapping"),
-    ({"passes": [{"repeat_last": "yes"}]}, "passes[0].repeat_last: must be true or false"),
-    ({"passes": [{"judge": ["NO"]}]}, "passes[0].judge: must be a string"),
-])
+@pytest.mark.parametrize(
+    "script, problem",
+    [
+        ([], "the script must be a mapping"),
+        ({}, "passes: a non-empty list of passes is required"),
+        ({"passes": [], "latency_seconds": 0}, "passes: a non-empty list"),
+        ({"pases": []}, "unknown key 'pases'; did you mean 'passes'?"),
+        ({"passes": [{"task": [{"text": "x"}]}], "latency_seconds": -1}, "latency_seconds: must be a number"),
+        ({"passes": ["task"]}, "passes[0]: a pass must be a mapping"),
+        ({"passes": [{"wrap_up": []}]}, "passes[0]: unknown key 'wrap_up'; did you mean 'wrap-up'?"),
+        ({"passes": [{"task": {"text": "x"}}]}, "passes[0].task: must be a list of turns"),
+        ({"passes": [{"task": [{}]}]}, "passes[0].task[0]: a turn needs text or tool_calls"),
+        ({"passes": [{"task": [{"text": 3}]}]}, "passes[0].task[0].text: must be a string"),
+        (
+            {"passes": [{"task": [{"tool_calls": [{"input": {}}]}]}]},
+            r"passes[0].task[0].tool_calls[0].name: a tool name",
+        ),
+        (
+            {"passes": [{"task": [{"tool_calls": [{"name": "t", "input": [1]}]}]}]},
+            "tool_calls[0].input: must be a mapping",
+        ),
+        ({"passes": [{"repeat_last": "yes"}]}, "passes[0].repeat_last: must be true or false"),
+        ({"passes": [{"judge": ["NO"]}]}, "passes[0].judge: must be a string"),
+    ],
+)
 def test_invalid_scripts_name_the_file_and_the_problem(script, problem):
     with pytest.raises(ScriptError) as err:
         ScriptedModel(script, source="demo.script.yaml")
@@ -192,33 +219,59 @@ def test_file_errors_name_the_file(tmp_path):
 # ---------------------------------------------------------------- usage invariants
 
 text = st.text(max_size=200)
-turns = st.lists(st.fixed_dictionaries(
-    {"text": st.text(min_size=1, max_size=400)},
-    optional={"tool_calls": st.lists(st.fixed_dictionaries(
-        {"name": st.sampled_from(["save_result", "fetch"]),
-         "input": st.dictionaries(st.sampled_from(["a", "b", "url"]), text, max_size=3)}), max_size=2)}),
-    min_size=1, max_size=4)
-scripts = st.builds(lambda task, wrap, judge, repeat: {"passes": [
-    {"task": task, "wrap-up": wrap, "judge": judge, "repeat_last": repeat}]}, turns, turns, text, st.booleans())
-messages = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]),
-                                           "content": text}), min_size=1, max_size=6)
+turns = st.lists(
+    st.fixed_dictionaries(
+        {"text": st.text(min_size=1, max_size=400)},
+        optional={
+            "tool_calls": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "name": st.sampled_from(["save_result", "fetch"]),
+                        "input": st.dictionaries(st.sampled_from(["a", "b", "url"]), text, max_size=3),
+                    }
+                ),
+                max_size=2,
+            )
+        },
+    ),
+    min_size=1,
+    max_size=4,
+)
+scripts = st.builds(
+    lambda task, wrap, judge, repeat: {
+        "passes": [{"task": task, "wrap-up": wrap, "judge": judge, "repeat_last": repeat}]
+    },
+    turns,
+    turns,
+    text,
+    st.booleans(),
+)
+messages = st.lists(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": text}), min_size=1, max_size=6
+)
 
 
 def request_bytes(req: ModelRequest) -> int:
     def compact(v):
         return len(json.dumps(v, ensure_ascii=False, separators=(",", ":")).encode())
+
     return len(req.system.encode()) + compact(req.tools) + sum(compact(m) for m in req.messages)
 
 
 @settings(max_examples=150, deadline=None)
-@given(script=scripts, messages=messages, system=text, max_tokens=st.integers(1, 600),
-       purpose=st.sampled_from(["task", "wrap-up", "judging"]), pass_number=st.integers(1, 3),
-       calls=st.integers(1, 3))
+@given(
+    script=scripts,
+    messages=messages,
+    system=text,
+    max_tokens=st.integers(1, 600),
+    purpose=st.sampled_from(["task", "wrap-up", "judging"]),
+    pass_number=st.integers(1, 3),
+    calls=st.integers(1, 3),
+)
 def test_usage_invariants(script, messages, system, max_tokens, purpose, pass_number, calls):
     model = ScriptedModel(script)
     for n in range(calls):  # repeated and grown requests exercise the simulated cache
-        req = request(messages[: n + 1], system=system, max_tokens=max_tokens, purpose=purpose,
-                      pass_number=pass_number)
+        req = request(messages[: n + 1], system=system, max_tokens=max_tokens, purpose=purpose, pass_number=pass_number)
         reply = model.complete(req)
         usage = reply.usage
         assert 1 <= usage.output_tokens <= max_tokens
@@ -227,5 +280,6 @@ def test_usage_invariants(script, messages, system, max_tokens, purpose, pass_nu
         if reply.stop_reason == "max_tokens":
             assert reply.tool_calls == [] and usage.output_tokens == max_tokens
         else:
-            assert usage.output_tokens * 4 >= len(json.dumps(reply.content, ensure_ascii=False,
-                                                             separators=(",", ":")).encode())
+            assert usage.output_tokens * 4 >= len(
+                json.dumps(reply.content, ensure_ascii=False, separators=(",", ":")).encode()
+            )

@@ -2,21 +2,25 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from catalogue.spec import DoSpec, WhileSpec
 from budgets.plan import (
-    FLOOR_SECONDS, FLOOR_STEPS, FLOOR_TOKENS, Allotment, judge_bound, redistribute, resolve,
+    FLOOR_SECONDS,
+    FLOOR_STEPS,
+    FLOOR_TOKENS,
+    Allotment,
+    judge_bound,
+    redistribute,
+    resolve,
     split_pass,
 )
 from budgets.units import BOOK, PAGE
+from catalogue.spec import DoSpec, WhileSpec
 
 GOAL = "the results file has a published URL"
 
 
 def test_it_resolves_the_publishing_recipe_exactly_as_rysh_prints_it():
-    do = DoSpec(max_iterations=150, max_duration=15 * 60, budget_size=4 * BOOK,
-                takeover_prompt="land it")
-    loop = WhileSpec(enabled=True, max_iterations=5, max_duration=15 * 60, budget=20 * BOOK,
-                     until=GOAL)
+    do = DoSpec(max_iterations=150, max_duration=15 * 60, budget_size=4 * BOOK, takeover_prompt="land it")
+    loop = WhileSpec(enabled=True, max_iterations=5, max_duration=15 * 60, budget=20 * BOOK, until=GOAL)
     assert resolve(do, loop).summary_lines() == [
         "loop enabled=true  maxIter=5",
         "perPass: tokens=800000  duration=15m0s  takeover=90",
@@ -24,11 +28,26 @@ def test_it_resolves_the_publishing_recipe_exactly_as_rysh_prints_it():
     ]
 
 
-@pytest.mark.parametrize("loop, per_pass_seconds, per_pass_tokens, outer_seconds, outer_tokens", [
-    (WhileSpec(max_iterations=5, max_duration=200 * 60, budget=20 * BOOK, until=GOAL), 40 * 60, 4 * BOOK, 200 * 60, 20 * BOOK),
-    (WhileSpec(max_iterations=5, max_duration=40 * 60, budget=15 * BOOK, until=GOAL), 8 * 60, 3 * BOOK, 40 * 60, 15 * BOOK),
-    (WhileSpec(max_iterations=5, max_duration=5 * 60, budget=2 * BOOK, until=GOAL), 7 * 60, 3 * BOOK, 0, 0),
-])
+@pytest.mark.parametrize(
+    "loop, per_pass_seconds, per_pass_tokens, outer_seconds, outer_tokens",
+    [
+        (
+            WhileSpec(max_iterations=5, max_duration=200 * 60, budget=20 * BOOK, until=GOAL),
+            40 * 60,
+            4 * BOOK,
+            200 * 60,
+            20 * BOOK,
+        ),
+        (
+            WhileSpec(max_iterations=5, max_duration=40 * 60, budget=15 * BOOK, until=GOAL),
+            8 * 60,
+            3 * BOOK,
+            40 * 60,
+            15 * BOOK,
+        ),
+        (WhileSpec(max_iterations=5, max_duration=5 * 60, budget=2 * BOOK, until=GOAL), 7 * 60, 3 * BOOK, 0, 0),
+    ],
+)
 def test_it_applies_rysh_budget_algebra(loop, per_pass_seconds, per_pass_tokens, outer_seconds, outer_tokens):
     plan = resolve(DoSpec(max_duration=7 * 60, budget_size=3 * BOOK), loop)
     assert (plan.per_pass.seconds, plan.per_pass.tokens) == (per_pass_seconds, per_pass_tokens)
@@ -36,10 +55,17 @@ def test_it_applies_rysh_budget_algebra(loop, per_pass_seconds, per_pass_tokens,
 
 
 def test_it_warns_when_an_axis_is_disabled():
-    plan = resolve(DoSpec(max_duration=7 * 60, budget_size=3 * BOOK),
-                   WhileSpec(max_iterations=5, max_duration=5 * 60, budget=2 * BOOK, until=GOAL))
-    assert any(w.startswith("tokens DISABLED: loop.while.budget 2b does not exceed one pass (3b)") for w in plan.warnings)
-    assert any(w.startswith("duration DISABLED: loop.while.max_duration 5m does not exceed one pass (7m)") for w in plan.warnings)
+    plan = resolve(
+        DoSpec(max_duration=7 * 60, budget_size=3 * BOOK),
+        WhileSpec(max_iterations=5, max_duration=5 * 60, budget=2 * BOOK, until=GOAL),
+    )
+    assert any(
+        w.startswith("tokens DISABLED: loop.while.budget 2b does not exceed one pass (3b)") for w in plan.warnings
+    )
+    assert any(
+        w.startswith("duration DISABLED: loop.while.max_duration 5m does not exceed one pass (7m)")
+        for w in plan.warnings
+    )
 
 
 def test_it_disables_a_missing_outer_axis_with_a_warning():
@@ -84,8 +110,7 @@ def test_it_runs_one_pass_without_a_goal_whatever_the_flags():
 
 
 def test_it_runs_one_pass_on_its_own_budget_when_disabled():
-    plan = resolve(DoSpec(budget_size=3 * BOOK),
-                   WhileSpec(enabled=False, budget=20 * BOOK, until=GOAL))
+    plan = resolve(DoSpec(budget_size=3 * BOOK), WhileSpec(enabled=False, budget=20 * BOOK, until=GOAL))
     assert (plan.passes, plan.per_pass.tokens, plan.outer_tokens) == (1, 3 * BOOK, 0)
 
 
@@ -107,6 +132,7 @@ def test_it_never_redistributes_to_less_than_one_page():
 
 
 # -- properties ---------------------------------------------------------------
+
 
 def do_specs():
     return st.builds(
@@ -140,8 +166,7 @@ def test_it_never_redistributes_past_the_outer_total(outer, per_pass, passes, un
         assert new_per_pass == per_pass * unit
 
 
-@given(st.builds(Allotment, st.integers(0, 10**4), st.integers(0, 10**6), st.integers(0, 10**9)),
-       st.integers(10, 99))
+@given(st.builds(Allotment, st.integers(0, 10**4), st.integers(0, 10**6), st.integers(0, 10**9)), st.integers(10, 99))
 def test_it_splits_exactly_unless_a_floor_applies(ceiling, percent):
     split = split_pass(ceiling, percent, has_takeover=True)
     if not split.floored:
@@ -149,8 +174,7 @@ def test_it_splits_exactly_unless_a_floor_applies(ceiling, percent):
     assert split.task + split.raw_takeover == ceiling
 
 
-@given(st.builds(Allotment, st.integers(0, 10**4), st.integers(0, 10**6), st.integers(0, 10**9)),
-       st.integers(10, 99))
+@given(st.builds(Allotment, st.integers(0, 10**4), st.integers(0, 10**6), st.integers(0, 10**9)), st.integers(10, 99))
 def test_it_only_ever_raises_with_floors(ceiling, percent):
     split = split_pass(ceiling, percent, has_takeover=True)
     raw, floored = split.raw_takeover, split.takeover

@@ -3,7 +3,12 @@ from pathlib import Path
 import pytest
 
 from catalogue.repo import (
-    Identity, PushRejected, RepoError, is_remote, open_repo, split_recipe_path,
+    Identity,
+    PushRejected,
+    RepoError,
+    is_remote,
+    open_repo,
+    split_recipe_path,
 )
 from tests.recipes_git import BROKEN, git, make_repo, recipe_text, remote  # noqa: F401
 
@@ -65,8 +70,9 @@ def test_it_commits_to_a_branch_without_touching_the_checkout(repo):
     git(repo.path, "add", "scratch.txt")  # staged, too
     git_repo = open_repo(str(repo.path))
     base = git_repo.head("main")
-    tree = git_repo.write_tree(base, {".rysh/automations/tasks/report.md": "new text\n",
-                                      ".rysh/automations/webs/scout.md": None})
+    tree = git_repo.write_tree(
+        base, {".rysh/automations/tasks/report.md": "new text\n", ".rysh/automations/webs/scout.md": None}
+    )
     sha = git_repo.commit_tree(tree, [base], "Edit", author=ME)
     assert git_repo.set_ref("rysh/cr-1-report", sha, None)
     assert not git_repo.set_ref("rysh/cr-1-report", sha, None)  # exists: the CAS refuses
@@ -83,8 +89,7 @@ def test_it_fast_forwards_merges_and_reports_conflicts(repo):
     git_repo = open_repo(str(repo.path))
     base = git_repo.head("main")
     path = ".rysh/automations/tasks/report.md"
-    ours = git_repo.commit_tree(git_repo.write_tree(base, {path: recipe_text("ours")}), [base],
-                                "ours", author=ME)
+    ours = git_repo.commit_tree(git_repo.write_tree(base, {path: recipe_text("ours")}), [base], "ours", author=ME)
     assert git_repo.merge(target=base, tip=ours, message="m", author=ME, committer=ME).fast_forward
     # the branch moves elsewhere on another file: a clean merge commit with two parents
     moved = repo.commit("Other file", tasks__other=recipe_text("other"))

@@ -13,7 +13,11 @@ from django.core.management.base import CommandError
 from catalogue.models import Recipe, RecipeVersion, RepoState
 from catalogue.sync import recipe_for_run, recipes_sync
 from tests.recipes_git import (  # noqa: F401
-    BROKEN, git, recipe_text, remote, work,
+    BROKEN,
+    git,
+    recipe_text,
+    remote,
+    work,
 )
 
 pytestmark = pytest.mark.django_db
@@ -57,8 +61,7 @@ def test_it_keeps_the_last_good_version_when_a_new_one_is_broken(work):
     assert (result.changed, result.invalid) == (1, 1)
     report = Recipe.objects.get(name="report")
     assert report.good == good and report.latest != good
-    assert report.latest.errors == [
-        "report.md:4 loop.do.interval: expected a whole number from 1 to 500, got 900"]
+    assert report.latest.errors == ["report.md:4 loop.do.interval: expected a whole number from 1 to 500, got 900"]
     assert recipe_for_run(kind="task", name="report") == (report, good)
     work.commit("Fix it", tasks__report=recipe_text("fixed"))
     recipes_sync()
@@ -108,8 +111,7 @@ def test_it_keeps_a_version_for_every_commit_in_between(work):
     work.commit("Second edit", tasks__report=recipe_text("two"))
     work.commit("Unrelated", webs__scout=recipe_text("s2"))
     recipes_sync()
-    assert [v.message for v in versions("task", "report")] == [
-        "Initial recipes", "First edit", "Second edit"]
+    assert [v.message for v in versions("task", "report")] == ["Initial recipes", "First edit", "Second edit"]
     assert Recipe.objects.get(name="report").latest.message == "Second edit"
 
 
@@ -155,7 +157,8 @@ def test_it_reports_a_file_that_is_not_utf8(work):
     work.commit("Latin-1")
     assert recipes_sync().invalid == 1
     assert Recipe.objects.get(name="latin").latest.errors == [
-        "latin.md file: is not UTF-8 text (invalid continuation byte at byte 3)"]
+        "latin.md file: is not UTF-8 text (invalid continuation byte at byte 3)"
+    ]
 
 
 def test_it_fetches_a_remote_first(remote):
@@ -168,8 +171,14 @@ def test_it_fetches_a_remote_first(remote):
 
 
 def _manage(*args, env):
-    return subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.scaleout)])
@@ -183,6 +192,7 @@ def database_env(request, tmp_path):
         return
     url = request.getfixturevalue("postgres_url")
     import psycopg
+
     name = f"rysh_sync_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
@@ -233,6 +243,7 @@ def test_the_command_fails_when_the_repository_cannot_be_read(settings, tmp_path
 
 def test_it_loses_the_claim_to_a_sync_that_finished_first(work, monkeypatch):
     import catalogue.sync as sync
+
     real_walk, calls = sync._walk, []
 
     def walk_while_another_sync_runs(*args):
@@ -251,6 +262,7 @@ def test_seed_demo_creates_syncs_and_schedules_once(settings, tmp_path, capsys):
     from django_q.models import Schedule
 
     from catalogue.tasks import sync_task
+
     settings.RYSH_RECIPES_REPO = str(tmp_path / "demo-recipes")
     settings.DATA_DIR = tmp_path
     call_command("seed_demo")
@@ -267,8 +279,9 @@ def test_seed_demo_creates_syncs_and_schedules_once(settings, tmp_path, capsys):
 
 def test_the_benchmark_runs_and_holds_its_rules():
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    done = subprocess.run([sys.executable, "-m", "bench.sync", "40"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.sync", "40"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "incremental sync" in done.stdout and "1 files read" in done.stdout
     assert "ok: the list's query count is flat" in done.stdout

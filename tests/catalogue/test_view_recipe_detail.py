@@ -59,8 +59,10 @@ def test_it_is_404_for_unknown_recipes_and_kinds(viewer, work):
 
 
 def test_it_escapes_everything_from_the_repository(viewer, work):
-    git_args = {"tasks__evil": f'---\ndescription: "{HOSTILE}"\n---\n{HOSTILE}\n\n'
-                               "[click](javascript:alert(1)) [ok](https://example.com)\n"}
+    git_args = {
+        "tasks__evil": f'---\ndescription: "{HOSTILE}"\n---\n{HOSTILE}\n\n'
+        "[click](javascript:alert(1)) [ok](https://example.com)\n"
+    }
     work.commit(f"Commit message {HOSTILE}", **git_args)
     recipes_sync()
     RecipeVersion.objects.update(author=f"Mallory {HOSTILE}")

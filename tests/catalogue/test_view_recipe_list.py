@@ -5,9 +5,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from catalogue.models import Recipe
-
-from runs.models import Run
 from catalogue.sync import recipes_sync
+from runs.models import Run
 from tests.recipes_git import BROKEN, make_repo, recipe_text, work  # noqa: F401
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "recipes"
@@ -43,9 +42,20 @@ def test_it_lists_the_demo_recipes_with_their_worst_case(admin_client, demo):
 
 def test_it_shows_the_last_run_state(admin_client, demo):
     recipe = Recipe.objects.get(name="scout")
-    Run.objects.create(recipe=recipe, kind="web", name="scout", target="web/scout", recipe_path="x",
-                       recipe_text="x", provider="scripted", executor_model="m", judge_model="m",
-                       output_dir="o", state="paused", pause_reason="step cap")
+    Run.objects.create(
+        recipe=recipe,
+        kind="web",
+        name="scout",
+        target="web/scout",
+        recipe_path="x",
+        recipe_text="x",
+        provider="scripted",
+        executor_model="m",
+        judge_model="m",
+        output_dir="o",
+        state="paused",
+        pause_reason="step cap",
+    )
     page = admin_client.get("/recipes/").content.decode()
     assert "paused(step cap)" in page
 
@@ -81,6 +91,11 @@ def test_it_filters_by_kind_and_text_and_answers_htmx_with_rows_only(admin_clien
     assert "<html" not in rows
     rows = admin_client.get("/recipes/?q=MEDIUM.COM", HTTP_HX_REQUEST="true").content.decode()
     assert "halilagin-medium" in rows and "scout" not in rows  # by description, any case
+
+
+def test_it_varies_on_hx_request_so_a_cache_never_serves_rows_for_the_page(admin_client, demo):
+    for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+        assert "HX-Request" in admin_client.get("/recipes/", **headers)["Vary"]
 
 
 def test_it_hides_archived_recipes(admin_client, work):

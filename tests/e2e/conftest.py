@@ -4,6 +4,7 @@ The e2e recipes are committed into the seeded demo repository and synced, so the
 catalogue like any other recipe: `e2e-slow` (a slow pass with a wrap-up, for the controls) and
 `e2e-hostile` (model text, result files and a judge's reason full of markup).
 """
+
 from __future__ import annotations
 
 import pytest

@@ -5,6 +5,7 @@ port and a django-q2 `qcluster`, each in its own process group (killed as a grou
 exactly as `make run` starts them. Nothing here imports Django: the processes do, and
 `query()` reads the database through a `python -c` helper with django.setup().
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 GIT_AUTHOR = ["-c", "user.name=rysh e2e", "-c", "user.email=e2e@rysh.invalid"]
 
 
@@ -55,15 +61,31 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 30) -> Non
 
 
 class Stack:
-    def __init__(self, data_dir: Path | None = None, *, redis_url: str = "", workers: int = 2,
-                 extra_env: dict | None = None):
+    def __init__(
+        self, data_dir: Path | None = None, *, redis_url: str = "", workers: int = 2, extra_env: dict | None = None
+    ):
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="rysh-e2e-"))
-        self.env = {**os.environ, "RYSH_DATA_DIR": str(self.data_dir / "data"),
-                    "DJANGO_SETTINGS_MODULE": "rysh_site.settings", "PYTHONUNBUFFERED": "1",
-                    "ALLOWED_HOSTS": "127.0.0.1,localhost", "RYSH_WORKERS": str(workers)}
-        for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "DATABASE_URL", "REDIS_URL", "RYSH_PROVIDER",
-                     "RYSH_RECIPES_REPO", "RYSH_RESULTS_DIR", "SECRET_KEY", "DEBUG", "CSRF_TRUSTED_ORIGINS"):
+        self.env = {
+            **os.environ,
+            "RYSH_DATA_DIR": str(self.data_dir / "data"),
+            "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
+            "PYTHONUNBUFFERED": "1",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "RYSH_WORKERS": str(workers),
+        }
+        for name in (
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            "DATABASE_URL",
+            "REDIS_URL",
+            "RYSH_PROVIDER",
+            "RYSH_RECIPES_REPO",
+            "RYSH_RESULTS_DIR",
+            "SECRET_KEY",
+            "DEBUG",
+            "CSRF_TRUSTED_ORIGINS",
+        ):
             self.env.pop(name, None)
         if redis_url:
             self.env["REDIS_URL"] = redis_url
@@ -86,8 +108,14 @@ class Stack:
 
     # -- processes -----------------------------------------------------------------------------
     def manage(self, *args, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess:
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                                capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check and result.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
         return result
@@ -95,21 +123,23 @@ class Stack:
     def query(self, code: str, timeout: float = 60):
         """Run `code` with Django set up; it prints JSON on its last line, which is returned."""
         script = "import django, json\ndjango.setup()\n" + textwrap.dedent(code)
-        out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=self.env, capture_output=True,
-                             text=True, timeout=timeout)
+        out = subprocess.run(
+            [sys.executable, "-c", script], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
         if out.returncode != 0:
             raise RuntimeError(out.stderr)
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = open(self.data_dir / f"{name}.log", "a")
-        proc = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
         self.procs[name] = proc
         return proc
 
-    def setup(self) -> "Stack":
+    def setup(self) -> Stack:
         self.data.mkdir(parents=True, exist_ok=True)
         self.manage("migrate", "--noinput")
         self.manage("seed_demo")
@@ -117,14 +147,16 @@ class Stack:
 
     def start_web(self) -> None:
         self.port = free_port()
-        proc = self._spawn("daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                                      "rysh_site.asgi:application"])
+        proc = self._spawn(
+            "daphne",
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "rysh_site.asgi:application"],
+        )
         wait_for_port(self.port, proc)
 
     def start_worker(self) -> None:
         self._spawn("qcluster", [sys.executable, "manage.py", "qcluster"])
 
-    def start(self) -> "Stack":
+    def start(self) -> Stack:
         self.setup()
         self.start_web()
         self.start_worker()

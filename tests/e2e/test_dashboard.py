@@ -3,6 +3,7 @@
 Nothing here reloads a page to see a change: what the tests watch arrives over the websocket
 (on the embedded default each socket tails the RunEvent log every RYSH_LIVE_POLL_MS).
 """
+
 from __future__ import annotations
 
 import re
@@ -63,12 +64,15 @@ def open_run_page(page, stack, pk: int):
 def wait_text(page, selector: str, pattern: str, timeout: float = 20_000) -> None:
     page.wait_for_function(
         "([sel, pat]) => { const el = document.querySelector(sel); return !!el && new RegExp(pat).test(el.textContent); }",
-        arg=[selector, pattern], timeout=timeout)
+        arg=[selector, pattern],
+        timeout=timeout,
+    )
 
 
 def wait_steps(page, n: int, timeout: float = 20_000) -> None:
-    page.wait_for_function("(n) => document.querySelectorAll('#run-steps details.step').length >= n", arg=n,
-                           timeout=timeout)
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('#run-steps details.step').length >= n", arg=n, timeout=timeout
+    )
 
 
 def accept_dialogs(page) -> list[str]:
@@ -166,7 +170,8 @@ def test_it_lands_now_from_the_run_page(stack, as_user):
     assert said and said[0].startswith(f"Land run #{pk} now?")
     page.wait_for_function(
         "() => document.querySelector('#run-state').textContent.trim() === 'wrap-up'"
-        " || /land now/.test(document.querySelector('#pass-1') ? document.querySelector('#pass-1').textContent : '')")
+        " || /land now/.test(document.querySelector('#pass-1') ? document.querySelector('#pass-1').textContent : '')"
+    )
     wait_text(page, "#run-cause", "^fulfilled$", timeout=30_000)
     assert page.inner_text("#pass-1 td:nth-child(4)") == "land now"  # the task leg's stop
     row = stack.run_row(pk)
@@ -223,14 +228,17 @@ def test_a_viewer_sees_no_controls_and_anonymous_sockets_are_refused(stack, as_u
     assert "/login/" in anonymous.url and anonymous.locator("input[name=password]").count() == 1
     anonymous.goto(f"{stack.url}/runs/{pk}/")
     assert "/login/" in anonymous.url
-    result = anonymous.evaluate("""(url) => new Promise((resolve) => {
+    result = anonymous.evaluate(
+        """(url) => new Promise((resolve) => {
         const got = {opened: false, messages: 0};
         const ws = new WebSocket(url);
         ws.onopen = () => { got.opened = true; };
         ws.onmessage = () => { got.messages += 1; };
         ws.onclose = (e) => { got.code = e.code; resolve(got); };
         setTimeout(() => resolve({...got, timeout: true}), 5000);
-    })""", f"ws://127.0.0.1:{stack.port}/ws/live/")
+    })""",
+        f"ws://127.0.0.1:{stack.port}/ws/live/",
+    )
     assert result.get("timeout") is None and result["messages"] == 0 and not result["opened"], result
 
 

@@ -29,6 +29,7 @@ Token arithmetic (deterministic, not a real tokenizer):
 The key may come as `x-api-key` or as `Authorization: Bearer` (what the installed SDK sends);
 without either the answer is 401 authentication_error, as from the real API.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,9 +37,10 @@ import itertools
 import json
 import math
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import pytest
 
@@ -194,7 +196,7 @@ class ScriptedReply:
     output_tokens: int | None = None
 
     @classmethod
-    def from_dict(cls, spec: dict[str, Any]) -> "ScriptedReply":
+    def from_dict(cls, spec: dict[str, Any]) -> ScriptedReply:
         unknown = set(spec) - {"text", "tool_calls", "output_tokens"}
         if unknown:
             raise ValueError(f"responder returned unknown keys: {sorted(unknown)}")
@@ -207,8 +209,14 @@ def build_content(reply: ScriptedReply, max_tokens: int, ids: Iterator[int]) -> 
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for call in reply.tool_calls:
-        content.append({"type": "tool_use", "id": f"toolu_fake_{next(ids):04d}",
-                        "name": call["name"], "input": dict(call.get("input") or {})})
+        content.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_fake_{next(ids):04d}",
+                "name": call["name"],
+                "input": dict(call.get("input") or {}),
+            }
+        )
     output = reply.output_tokens if reply.output_tokens is not None else max(1, _tokens_of(content))
     if output <= max_tokens:
         return content, ("tool_use" if reply.tool_calls else "end_turn"), output
@@ -219,43 +227,58 @@ def build_content(reply: ScriptedReply, max_tokens: int, ids: Iterator[int]) -> 
 
 def error_body(status: int, message: str | None = None) -> dict[str, Any]:
     kind = ERROR_TYPES.get(status, "api_error")
-    return {"type": "error",
-            "error": {"type": kind, "message": message or ERROR_MESSAGES.get(status, kind)}}
+    return {"type": "error", "error": {"type": kind, "message": message or ERROR_MESSAGES.get(status, kind)}}
 
 
 def sse_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """The event sequence the real API streams for a finished message."""
     usage = message["usage"]
-    start = dict(message, content=[], stop_reason=None, stop_sequence=None,
-                 usage=dict(usage, output_tokens=1))
+    start = dict(message, content=[], stop_reason=None, stop_sequence=None, usage=dict(usage, output_tokens=1))
     yield "message_start", {"type": "message_start", "message": start}
     yield "ping", {"type": "ping"}
     for index, block in enumerate(message["content"]):
         yield from _block_events(index, block)
-    yield "message_delta", {"type": "message_delta",
-                            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                            "usage": {"output_tokens": usage["output_tokens"]}}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
 def _block_events(index: int, block: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     if block["type"] == "text":
-        yield "content_block_start", {"type": "content_block_start", "index": index,
-                                      "content_block": {"type": "text", "text": ""}}
+        yield (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+        )
         for piece in _chunks(block["text"], 16):
-            yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                          "delta": {"type": "text_delta", "text": piece}}
+            yield (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}},
+            )
     else:
-        yield "content_block_start", {"type": "content_block_start", "index": index,
-                                      "content_block": dict(block, input={})}
+        yield (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": dict(block, input={})},
+        )
         for piece in _chunks(json.dumps(block["input"]), 24):
-            yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                          "delta": {"type": "input_json_delta", "partial_json": piece}}
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": piece},
+                },
+            )
     yield "content_block_stop", {"type": "content_block_stop", "index": index}
 
 
 def _chunks(text: str, size: int) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 # ---------------------------------------------------------------- the server
@@ -280,19 +303,26 @@ class FakeAnthropic:
 
     # -- scripting
 
-    def reply(self, text: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
-              output_tokens: int | None = None) -> None:
+    def reply(
+        self, text: str | None = None, tool_calls: list[dict[str, Any]] | None = None, output_tokens: int | None = None
+    ) -> None:
         with self._lock:
             self._replies.append(ScriptedReply(text, list(tool_calls or []), output_tokens))
 
-    def fail_next(self, status: int = 529, times: int = 1, retry_after: float | None = None,
-                  message: str | None = None, *, mid_stream: bool = False) -> None:
+    def fail_next(
+        self,
+        status: int = 529,
+        times: int = 1,
+        retry_after: float | None = None,
+        message: str | None = None,
+        *,
+        mid_stream: bool = False,
+    ) -> None:
         """Fail the next `times` requests with a real error body. With mid_stream, a streaming
         request gets 200 and message_start, then the error as an SSE `error` event, as the
         real API does when it overloads after the stream has begun."""
         with self._lock:
-            self._failures.extend(_Failure(status, retry_after, message, mid_stream)
-                                  for _ in range(times))
+            self._failures.extend(_Failure(status, retry_after, message, mid_stream) for _ in range(times))
 
     def delay_next(self, seconds: float = 0.0, *, between_events: float = 0.0) -> None:
         """Delay the next response's first byte; for a stream, also each later event."""
@@ -315,12 +345,13 @@ class FakeAnthropic:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "FakeAnthropic":
+    def start(self) -> FakeAnthropic:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._server.block_on_close = False  # a handler stuck in a delay must not hold close()
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         name="fake-anthropic", daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-anthropic", daemon=True
+        ).start()
         return self
 
     def close(self) -> None:
@@ -330,7 +361,7 @@ class FakeAnthropic:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeAnthropic":
+    def __enter__(self) -> FakeAnthropic:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -362,9 +393,16 @@ class FakeAnthropic:
             return None
         failure = self._failures.pop(0)
         if failure.mid_stream and record.stream:
-            started = {"id": f"msg_fake_{next(self._ids):04d}", "type": "message", "role": "assistant",
-                       "model": record.json["model"], "content": [], "stop_reason": None,
-                       "stop_sequence": None, "usage": dict(_usage(0, 0, 0), output_tokens=0)}
+            started = {
+                "id": f"msg_fake_{next(self._ids):04d}",
+                "type": "message",
+                "role": "assistant",
+                "model": record.json["model"],
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": dict(_usage(0, 0, 0), output_tokens=0),
+            }
             return _Outcome(200, started, stream_error=error_body(failure.status, failure.message))
         headers = {"retry-after": f"{failure.retry_after:g}"} if failure.retry_after is not None else {}
         return _Outcome(failure.status, error_body(failure.status, failure.message), headers)
@@ -376,14 +414,21 @@ class FakeAnthropic:
             reply = self._replies.pop(0) if self._replies else ScriptedReply("done")
         content, stop_reason, output = build_content(reply, int(body["max_tokens"]), self._ids)
         usage = dict(self.cache.usage(body), output_tokens=output)
-        message = {"id": f"msg_fake_{next(self._ids):04d}", "type": "message", "role": "assistant",
-                   "model": body["model"], "content": content, "stop_reason": stop_reason,
-                   "stop_sequence": None, "usage": usage}
+        message = {
+            "id": f"msg_fake_{next(self._ids):04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
+        }
         return _Outcome(200, message)
 
 
 def _bearer(value: str) -> str:
-    return value[len("Bearer "):].strip() if value.startswith("Bearer ") else ""
+    return value[len("Bearer ") :].strip() if value.startswith("Bearer ") else ""
 
 
 def _invalid(body: Any) -> str | None:
@@ -464,8 +509,10 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
         def _write_events(self, outcome: _Outcome) -> None:
             events: Iterable[tuple[str, dict[str, Any]]] = sse_events(outcome.body)
             if outcome.stream_error is not None:
-                events = [("message_start", {"type": "message_start", "message": outcome.body}),
-                          ("error", outcome.stream_error)]
+                events = [
+                    ("message_start", {"type": "message_start", "message": outcome.body}),
+                    ("error", outcome.stream_error),
+                ]
             for n, (name, data) in enumerate(events):
                 if n and outcome.delay.between_events and fake._stopping.wait(outcome.delay.between_events):
                     self.close_connection = True

@@ -1,4 +1,5 @@
 """The fake Anthropic server itself: shapes, auth, usage arithmetic."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,8 @@ import urllib.request
 
 import anthropic
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.fakes.anthropic_server import FakeAnthropic, PromptCache, fake_anthropic  # noqa: F401
 
@@ -26,8 +28,11 @@ def client(fake):
 
 
 def post(fake, body: dict, headers: dict[str, str]) -> tuple[int, dict]:
-    req = urllib.request.Request(f"{fake.base_url}/v1/messages", data=json.dumps(body).encode(),
-                                 headers={"content-type": "application/json", **headers})
+    req = urllib.request.Request(
+        f"{fake.base_url}/v1/messages",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json", **headers},
+    )
     try:
         with urllib.request.urlopen(req, timeout=5) as response:
             return response.status, json.loads(response.read())
@@ -41,8 +46,10 @@ BODY = {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content":
 def test_missing_key_is_401(fake):
     status, body = post(fake, BODY, {})
     assert status == 401
-    assert body == {"type": "error", "error": {"type": "authentication_error",
-                                               "message": "x-api-key header is required"}}
+    assert body == {
+        "type": "error",
+        "error": {"type": "authentication_error", "message": "x-api-key header is required"},
+    }
     assert post(fake, BODY, {"x-api-key": "k"})[0] == 200
 
 
@@ -102,8 +109,12 @@ def conversation(turns: int, system: str = "S" * 400) -> dict:
         messages.append({"role": "user", "content": [{"type": "text", "text": f"question {i} " * 10}]})
         messages.append({"role": "assistant", "content": [{"type": "text", "text": f"answer {i} " * 10}]})
     messages.append({"role": "user", "content": [{"type": "text", "text": "last", "cache_control": EPHEMERAL}]})
-    return {"model": "m", "max_tokens": 10, "messages": messages,
-            "system": [{"type": "text", "text": system, "cache_control": EPHEMERAL}]}
+    return {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": messages,
+        "system": [{"type": "text", "text": system, "cache_control": EPHEMERAL}],
+    }
 
 
 def test_cache_write_then_read():
@@ -123,10 +134,20 @@ def test_cache_write_then_read():
 
 
 texts = st.text(max_size=300)
-blocks = st.lists(st.builds(lambda t, c: dict({"type": "text", "text": t}, **({"cache_control": EPHEMERAL} if c else {})),
-                            texts, st.booleans()), min_size=1, max_size=4)
-messages = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]),
-                                           "content": st.one_of(texts, blocks)}), min_size=1, max_size=6)
+blocks = st.lists(
+    st.builds(
+        lambda t, c: dict({"type": "text", "text": t}, **({"cache_control": EPHEMERAL} if c else {})),
+        texts,
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=4,
+)
+messages = st.lists(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": st.one_of(texts, blocks)}),
+    min_size=1,
+    max_size=6,
+)
 
 
 @settings(max_examples=200, deadline=None)

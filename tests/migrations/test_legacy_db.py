@@ -1,4 +1,5 @@
 """A database made by `main` before the apps split migrates without losing a row."""
+
 from __future__ import annotations
 
 import gzip
@@ -15,9 +16,17 @@ import pytest
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 LEGACY_TABLES = [
-    "automations_repostate", "automations_recipe", "automations_recipeversion",
-    "automations_changerequest", "automations_reviewcomment", "automations_run", "automations_pass",
-    "automations_step", "automations_runevent", "automations_approval", "automations_recipeschedule",
+    "automations_repostate",
+    "automations_recipe",
+    "automations_recipeversion",
+    "automations_changerequest",
+    "automations_reviewcomment",
+    "automations_run",
+    "automations_pass",
+    "automations_step",
+    "automations_runevent",
+    "automations_approval",
+    "automations_recipeschedule",
     "budgets_ledgerentry",
 ]
 
@@ -25,8 +34,15 @@ LEGACY_TABLES = [
 def manage(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "RYSH_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "rysh_site.settings"}
     env.pop("DATABASE_URL", None)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, check=check, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=120,
+    )
 
 
 def query(data_dir: Path, code: str):
@@ -44,29 +60,70 @@ def legacy(tmp_path) -> Path:
     return data
 
 
+NEW_TABLES = ["runs_message"]
+MOVED = {"automations_pass": "messages"}  # a column whose values moved to another table
+
+
 def dump(db: Path) -> dict[str, list]:
+    """Every row of every legacy table, by column name, but for the columns that moved."""
     with sqlite3.connect(db) as con:
-        return {t: con.execute(f'SELECT * FROM "{t}" ORDER BY id').fetchall() for t in LEGACY_TABLES}
+        con.row_factory = sqlite3.Row
+        return {
+            t: [
+                {k: row[k] for k in row.keys() if k != MOVED.get(t)}
+                for row in con.execute(f'SELECT * FROM "{t}" ORDER BY id')
+            ]
+            for t in LEGACY_TABLES
+        }
+
+
+def legacy_conversations(db: Path) -> dict[int, list]:
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT id, messages FROM automations_pass ORDER BY id")
+        return {pk: json.loads(messages) for pk, messages in rows}
+
+
+def conversations(db: Path) -> dict[int, list]:
+    """Each pass's conversation rebuilt from its message rows, in order, as the engine loads it."""
+    found: dict[int, list] = {}
+    with sqlite3.connect(db) as con:
+        for (pk,) in con.execute("SELECT id FROM automations_pass ORDER BY id"):
+            found[pk] = [
+                {"role": role, "content": json.loads(content)}
+                for role, content in con.execute(
+                    'SELECT role, content FROM runs_message WHERE run_pass_id = ? ORDER BY "index"', (pk,)
+                )
+            ]
+    return found
 
 
 def columns(db: Path) -> dict[str, set]:
     with sqlite3.connect(db) as con:
-        return {t: {(c[1], c[2], c[3], c[5]) for c in con.execute(f'PRAGMA table_info("{t}")')}
-                for t in LEGACY_TABLES}
+        return {
+            t: {(c[1], c[2], c[3], c[5]) for c in con.execute(f'PRAGMA table_info("{t}")')}
+            for t in [*LEGACY_TABLES, *NEW_TABLES]
+        }
 
 
 def indexes(db: Path) -> set:
     with sqlite3.connect(db) as con:
-        return {(name, table, sql) for name, table, sql in con.execute(
-            "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
-            if table in LEGACY_TABLES}
+        return {
+            (name, table, sql)
+            for name, table, sql in con.execute(
+                "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+            )
+            if table in [*LEGACY_TABLES, *NEW_TABLES]
+        }
 
 
 def test_it_keeps_every_row_and_the_schema_of_a_database_made_before_the_split(legacy, tmp_path):
     before = dump(legacy / "db.sqlite3")
+    talk = legacy_conversations(legacy / "db.sqlite3")
     assert len(before["automations_step"]) == 17 and len(before["budgets_ledgerentry"]) == 17
+    assert [len(m) for m in talk.values()] == [26, 4]  # two passes' conversations to carry
     manage(legacy, "migrate", "--noinput")
-    assert dump(legacy / "db.sqlite3") == before  # every row, every value
+    assert dump(legacy / "db.sqlite3") == before  # every row, every value (but the moved column)
+    assert conversations(legacy / "db.sqlite3") == talk  # the moved column, turn for turn
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     manage(fresh, "migrate", "--noinput")
@@ -75,28 +132,40 @@ def test_it_keeps_every_row_and_the_schema_of_a_database_made_before_the_split(l
     assert manage(legacy, "makemigrations", "--check", "--dry-run", check=False).returncode == 0
 
 
+def test_it_moves_the_conversations_back_when_migrated_back(legacy):
+    talk = legacy_conversations(legacy / "db.sqlite3")
+    manage(legacy, "migrate", "--noinput")
+    manage(legacy, "migrate", "runs", "0002_task_paths", "--noinput")
+    assert legacy_conversations(legacy / "db.sqlite3") == talk
+
+
 def test_the_models_read_the_adopted_rows_and_queued_work_finds_its_new_entry_points(legacy):
     manage(legacy, "migrate", "--noinput")
-    seen = query(legacy, (
-        "import json\n"
-        "from django_q.models import OrmQ, Schedule\n"
-        "from runs.models import Run\n"
-        "from reviews.models import ChangeRequest\n"
-        "from schedules.models import RecipeSchedule\n"
-        "run = Run.objects.get()\n"
-        "print(json.dumps({'run': [run.state, run.cause, run.recipe.target, run.passes.count(),\n"
-        "   sum(p.steps.count() for p in run.passes.all()), run.ledger.count(), run.events.count(),\n"
-        "   run.approvals.count()],\n"
-        " 'change': [c.comments.count() for c in ChangeRequest.objects.all()],\n"
-        " 'schedule': [s.q.func for s in RecipeSchedule.objects.all()],\n"
-        " 'funcs': sorted(Schedule.objects.values_list('func', flat=True)),\n"
-        " 'queued': [q.task['func'] for q in OrmQ.objects.all()]}))\n"))
+    seen = query(
+        legacy,
+        (
+            "import json\n"
+            "from django_q.models import OrmQ, Schedule\n"
+            "from runs.models import Run\n"
+            "from reviews.models import ChangeRequest\n"
+            "from schedules.models import RecipeSchedule\n"
+            "run = Run.objects.get()\n"
+            "print(json.dumps({'run': [run.state, run.cause, run.recipe.target, run.passes.count(),\n"
+            "   sum(p.steps.count() for p in run.passes.all()), run.ledger.count(), run.events.count(),\n"
+            "   run.approvals.count()],\n"
+            " 'turns': [len(p.messages) for p in run.passes.order_by('number')],\n"
+            " 'change': [c.comments.count() for c in ChangeRequest.objects.all()],\n"
+            " 'schedule': [s.q.func for s in RecipeSchedule.objects.all()],\n"
+            " 'funcs': sorted(Schedule.objects.values_list('func', flat=True)),\n"
+            " 'queued': [q.task['func'] for q in OrmQ.objects.all()]}))\n"
+        ),
+    )
     assert seen == {
         "run": ["finished", "fulfilled", "task/reading-list", 2, 17, 17, 27, 1],
+        "turns": [26, 4],
         "change": [1],
         "schedule": ["schedules.tasks.scheduled_run"],
-        "funcs": ["catalogue.tasks.sync_task", "runs.worker.sweep_lost_runs",
-                  "schedules.tasks.scheduled_run"],
+        "funcs": ["catalogue.tasks.sync_task", "runs.worker.sweep_lost_runs", "schedules.tasks.scheduled_run"],
         "queued": ["runs.worker.execute_run"],
     }
 

@@ -1,18 +1,30 @@
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from reviews.models import ChangeRequest, ReviewComment
-
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.repo import PushRejected
-from reviews.services import (
-    ReviewError, change_request_approve, change_request_close, change_request_delete,
-    change_request_open, change_request_rename, change_request_request_changes,
-    change_request_update, identity_for, plan_delta, text_diff,
-)
 from catalogue.sync import recipe_for_run, recipes_sync
+from reviews.models import ChangeRequest, ReviewComment
+from reviews.services import (
+    ReviewError,
+    change_request_approve,
+    change_request_close,
+    change_request_delete,
+    change_request_open,
+    change_request_rename,
+    change_request_request_changes,
+    change_request_update,
+    identity_for,
+    plan_delta,
+    text_diff,
+)
 from tests.recipes_git import (  # noqa: F401
-    BROKEN, git, make_user, recipe_text, remote, work,
+    BROKEN,
+    git,
+    make_user,
+    recipe_text,
+    remote,
+    work,
 )
 
 pytestmark = pytest.mark.django_db
@@ -36,14 +48,19 @@ def branch_head(repo, branch):
 def test_it_commits_an_edit_to_a_review_branch_as_the_user(work, grace):
     recipes_sync()
     main = work.head()
-    change = change_request_open(user=grace, kind="task", name="report",
-                                 text=recipe_text("bigger", size="5b", total="25b"),
-                                 message="Bigger budget\n\nThe report needs more room.")
+    change = change_request_open(
+        user=grace,
+        kind="task",
+        name="report",
+        text=recipe_text("bigger", size="5b", total="25b"),
+        message="Bigger budget\n\nThe report needs more room.",
+    )
     assert work.head() == main  # the tracked branch is untouched
     assert change.branch == f"rysh/cr-{change.pk}-report"
     assert branch_head(work.path, change.branch) == change.head_sha
     assert git(work.path, "log", "-1", "--format=%an <%ae>|%s", change.head_sha) == (
-        "Grace Hopper <grace@example.com>|Bigger budget")
+        "Grace Hopper <grace@example.com>|Bigger budget"
+    )
     assert (change.title, change.state, change.base_sha) == ("Bigger budget", "open", main)
     assert change.base_text == recipe_text()
     assert change.proposed_text == recipe_text("bigger", size="5b", total="25b")
@@ -83,8 +100,9 @@ def test_the_author_cannot_approve_their_own_change(work, grace):
 
 def test_approving_fast_forwards_and_syncs_the_new_version(work, grace, linus):
     recipes_sync()
-    change = change_request_open(user=grace, kind="task", name="report",
-                                 text=recipe_text("five", size="5b", total="25b"), message="Five")
+    change = change_request_open(
+        user=grace, kind="task", name="report", text=recipe_text("five", size="5b", total="25b"), message="Five"
+    )
     change = change_request_approve(change=change, user=linus)
     assert change.state == "merged" and change.merged_by == linus
     assert work.head() == change.head_sha == change.merged_sha  # a fast-forward
@@ -104,7 +122,8 @@ def test_approving_after_the_branch_moved_makes_a_merge_commit(work, grace, linu
     change = change_request_approve(change=change, user=linus)
     assert change.state == "merged"
     assert git(work.path, "log", "-1", "--format=%P|%an|%cn", work.head()) == (
-        f"{moved} {change.head_sha}|Grace Hopper|linus")
+        f"{moved} {change.head_sha}|Grace Hopper|linus"
+    )
     recipes = {r.name: r.latest for r in Recipe.objects.select_related("latest")}
     assert recipes["report"].spec["description"] == "new"
     assert recipes["scout"].spec["description"] == "elsewhere"
@@ -121,8 +140,7 @@ def test_a_conflict_is_reported_and_nothing_is_lost(work, grace, linus):
     assert branch_head(work.path, change.branch) == change.head_sha
     assert "merge conflicts in .rysh/automations/tasks/report.md" in change.comments.last().body
     # the author resolves it by revising on top of the current main; then it merges
-    change = change_request_update(change=change, user=grace, text=recipe_text("both"),
-                                   message="Take both")
+    change = change_request_update(change=change, user=grace, text=recipe_text("both"), message="Take both")
     assert change.state == "open" and change.base_sha == theirs
     assert change.base_text == recipe_text("theirs")
     change = change_request_approve(change=change, user=linus)
@@ -168,8 +186,7 @@ def test_rename_and_delete_are_change_requests_too(work, grace, linus):
 
 
 def test_create_from_scratch(work, grace, linus):
-    change = change_request_open(user=grace, kind="task", name="fresh", text=recipe_text("new"),
-                                 create=True)
+    change = change_request_open(user=grace, kind="task", name="fresh", text=recipe_text("new"), create=True)
     assert change.base_text == "" and change.action == "create"
     change_request_approve(change=change, user=linus)
     assert Recipe.objects.get(name="fresh").good.spec["description"] == "new"
@@ -197,11 +214,13 @@ def test_a_claim_left_by_a_dead_process_expires(work, grace, linus):
     from datetime import timedelta
 
     from django.utils import timezone
+
     change = change_request_open(user=grace, kind="task", name="report", text=recipe_text("x"))
     work_git = git(work.path, "update-ref", "refs/heads/main", change.head_sha)  # pushed, then died
     assert work_git == ""
     ChangeRequest.objects.filter(pk=change.pk).update(
-        state="merging", updated_at=timezone.now() - timedelta(minutes=11))
+        state="merging", updated_at=timezone.now() - timedelta(minutes=11)
+    )
     change = change_request_approve(change=change, user=linus)
     assert change.state == "merged" and change.merged_sha == change.head_sha
 
@@ -236,6 +255,7 @@ def test_with_a_remote_a_conflicting_push_leaves_both_sides_intact(remote, grace
 
 def test_with_a_remote_a_push_that_races_the_merge_is_retried(remote, grace, linus, monkeypatch):
     from catalogue.repo import GitRepo
+
     change = change_request_open(user=grace, kind="task", name="report", text=recipe_text("ours"))
     real_publish, raced = GitRepo.publish, []
 
@@ -256,6 +276,7 @@ def test_with_a_remote_a_push_that_races_the_merge_is_retried(remote, grace, lin
 
 def test_a_failed_merge_puts_the_request_back(work, grace, linus, monkeypatch):
     from catalogue.repo import GitRepo
+
     change = change_request_open(user=grace, kind="task", name="report", text=recipe_text("x"))
 
     def always_moved(self, branch, new, old):
@@ -273,20 +294,22 @@ def test_the_text_diff_numbers_and_classes_lines():
     rows = text_diff("a\nb\nc\n", "a\nB\nc\nd\n")
     assert [(r.kind, r.text, r.old, r.new) for r in rows] == [
         ("hunk", "@@ -1,3 +1,4 @@", None, None),
-        ("ctx", "a", 1, 1), ("del", "b", 2, None), ("add", "B", None, 2),
-        ("ctx", "c", 3, 3), ("add", "d", None, 4)]
+        ("ctx", "a", 1, 1),
+        ("del", "b", 2, None),
+        ("add", "B", None, 2),
+        ("ctx", "c", 3, 3),
+        ("add", "d", None, 4),
+    ]
     assert text_diff("same\n", "same\n") == []
 
 
 def test_the_plan_delta_says_what_tonight_costs():
-    delta = plan_delta(recipe_text(size="4b", total="20b"), recipe_text(size="5b", total="25b"),
-                       kind="task", name="report")
+    delta = plan_delta(
+        recipe_text(size="4b", total="20b"), recipe_text(size="5b", total="25b"), kind="task", name="report"
+    )
     assert delta.worst_line == "worst case 1s → 25b, +$15.00"
     assert delta.before.summary[2] == "outer:   tokensTotal=4000000  duration=0s"
     assert [changed for _, _, changed in delta.summary_rows] == [False, True, True]
-    assert plan_delta(None, recipe_text(), kind="task", name="x").worst_line == (
-        "worst case — → 1s, +$60.00")
-    assert plan_delta(recipe_text(), None, kind="task", name="x").worst_line == (
-        "worst case 1s → —, −$60.00")
-    assert plan_delta(recipe_text(), BROKEN, kind="task", name="x").worst_line == (
-        "worst case 1s → invalid")
+    assert plan_delta(None, recipe_text(), kind="task", name="x").worst_line == ("worst case — → 1s, +$60.00")
+    assert plan_delta(recipe_text(), None, kind="task", name="x").worst_line == ("worst case 1s → —, −$60.00")
+    assert plan_delta(recipe_text(), BROKEN, kind="task", name="x").worst_line == ("worst case 1s → invalid")

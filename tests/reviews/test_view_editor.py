@@ -1,7 +1,7 @@
 import pytest
 
-from reviews.models import ChangeRequest
 from catalogue.sync import recipes_sync
+from reviews.models import ChangeRequest
 from tests.recipes_git import BROKEN, git, login, make_user, recipe_text, work  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -34,8 +34,9 @@ def test_it_opens_the_editor_with_the_text_and_its_check(editor):
 
 
 def test_the_live_check_answers_with_errors_at_their_lines_and_never_the_textarea(editor):
-    response = editor.post("/recipes/validate/", {"kind": "task", "name": "report", "text": BROKEN},
-                           HTTP_HX_REQUEST="true")
+    response = editor.post(
+        "/recipes/validate/", {"kind": "task", "name": "report", "text": BROKEN}, HTTP_HX_REQUEST="true"
+    )
     part = response.content.decode()
     assert response.status_code == 200
     assert '<a href="#recipe-text" class="line" data-line="4"' in part
@@ -44,9 +45,10 @@ def test_the_live_check_answers_with_errors_at_their_lines_and_never_the_textare
 
 
 def test_the_live_check_previews_the_plan_and_the_cost_delta(editor):
-    part = editor.post("/recipes/validate/", {
-        "kind": "task", "name": "report", "against": "report",
-        "text": recipe_text(size="5b", total="25b")}).content.decode()
+    part = editor.post(
+        "/recipes/validate/",
+        {"kind": "task", "name": "report", "against": "report", "text": recipe_text(size="5b", total="25b")},
+    ).content.decode()
     assert "<strong>valid</strong>" in part
     assert "perPass: tokens=1000000" in part
     assert "worst case 1s → 25b, +$15.00" in part
@@ -54,13 +56,16 @@ def test_the_live_check_previews_the_plan_and_the_cost_delta(editor):
 
 def test_saving_opens_a_change_request_and_leaves_the_branch_alone(editor, work):
     main = work.head()
-    response = editor.post("/recipes/task/report/edit/", {
-        "text": recipe_text("edited").replace("\n", "\r\n"), "message": "Edit in the browser"})
+    response = editor.post(
+        "/recipes/task/report/edit/",
+        {"text": recipe_text("edited").replace("\n", "\r\n"), "message": "Edit in the browser"},
+    )
     change = ChangeRequest.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/changes/{change.pk}/"
     assert work.head() == main
     assert git(work.path, "show", f"{change.head_sha}:.rysh/automations/tasks/report.md") + "\n" == (
-        recipe_text("edited"))  # CRLF from the browser became LF
+        recipe_text("edited")
+    )  # CRLF from the browser became LF
     assert change.author.username == "grace" and change.title == "Edit in the browser"
 
 
@@ -79,24 +84,28 @@ def test_it_escapes_the_text_in_the_textarea(editor, work):
     page = editor.get("/recipes/task/report/edit/").content.decode()
     assert "</textarea><script>" not in page
     assert "&lt;/textarea&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    part = editor.post("/recipes/validate/", {"kind": "task", "name": "x", "text": "---\n"
-                       "description: [\n---\n<script>alert(1)</script>\n"}).content.decode()
+    part = editor.post(
+        "/recipes/validate/",
+        {"kind": "task", "name": "x", "text": "---\ndescription: [\n---\n<script>alert(1)</script>\n"},
+    ).content.decode()
     assert "<script>alert(1)</script>" not in part
 
 
 def test_a_new_recipe_starts_from_a_template(editor, work):
     page = editor.get("/recipes/new/?template=task-loop&kind=task").content.decode()
     assert "takeover_prompt" in page and 'name="name"' in page
-    response = editor.post("/recipes/new/", {"kind": "task", "name": "fresh", "message": "Add fresh",
-                                             "text": recipe_text("fresh")})
+    response = editor.post(
+        "/recipes/new/", {"kind": "task", "name": "fresh", "message": "Add fresh", "text": recipe_text("fresh")}
+    )
     change = ChangeRequest.objects.get()
     assert response["Location"] == f"/changes/{change.pk}/"
     assert (change.action, change.name, change.base_text) == ("create", "fresh", "")
 
 
 def test_a_new_recipe_needs_a_good_name(editor):
-    page = editor.post("/recipes/new/", {"kind": "task", "name": "Bad Name", "message": "m",
-                                         "text": recipe_text()}).content.decode()
+    page = editor.post(
+        "/recipes/new/", {"kind": "task", "name": "Bad Name", "message": "m", "text": recipe_text()}
+    ).content.decode()
     assert "expected a recipe name of lowercase letters" in page and "nothing was saved" in page
     assert ChangeRequest.objects.count() == 0
 
@@ -105,8 +114,7 @@ def test_rename_and_delete_open_change_requests(editor):
     response = editor.post("/recipes/task/report/rename/", {"new_name": "summary", "message": ""})
     rename = ChangeRequest.objects.get()
     assert response["Location"] == f"/changes/{rename.pk}/"
-    assert (rename.action, rename.new_name, rename.title) == (
-        "rename", "summary", "Rename task/report to task/summary")
+    assert (rename.action, rename.new_name, rename.title) == ("rename", "summary", "Rename task/report to task/summary")
     editor.post("/recipes/web/scout/delete/", {"message": "Gone"})
     assert ChangeRequest.objects.get(action="delete").title == "Gone"
     response = editor.post("/recipes/task/report/rename/", {"new_name": "scout/../x"}, follow=True)

@@ -1,10 +1,9 @@
 import pytest
 from django.test import Client
 
-from reviews.models import ChangeRequest
-
 from catalogue.models import Recipe
 from catalogue.sync import recipes_sync
+from reviews.models import ChangeRequest
 from tests.recipes_git import login, make_user, recipe_text, work  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -23,8 +22,10 @@ def linus(work):
 
 
 def propose(client, text=None, message="Bigger budget"):
-    client.post("/recipes/task/report/edit/", {
-        "text": text or recipe_text("bigger", size="5b", total="25b"), "message": message})
+    client.post(
+        "/recipes/task/report/edit/",
+        {"text": text or recipe_text("bigger", size="5b", total="25b"), "message": message},
+    )
     return ChangeRequest.objects.latest("id")
 
 
@@ -71,12 +72,13 @@ def test_request_changes_and_revise(grace, linus):
     linus.post(f"/changes/{change.pk}/request-changes/", {"body": "Keep it at 4b"})
     page = grace.get(f"/changes/{change.pk}/").content.decode()
     assert "requested changes" in page and "Keep it at 4b" in page
-    assert 'href="/changes/%d/edit/"' % change.pk in page
+    assert f'href="/changes/{change.pk}/edit/"' in page
     assert linus.get(f"/changes/{change.pk}/edit/").status_code == 403
     page = grace.get(f"/changes/{change.pk}/edit/").content.decode()
     assert "size: 5b" in page
-    grace.post(f"/changes/{change.pk}/edit/", {"text": recipe_text("small", size="3b", total="15b"),
-                                               "message": "Smaller"})
+    grace.post(
+        f"/changes/{change.pk}/edit/", {"text": recipe_text("small", size="3b", total="15b"), "message": "Smaller"}
+    )
     page = linus.get(f"/changes/{change.pk}/").content.decode()
     assert "worst case 1s → 15b, −$15.00" in page and "revised the change" in page
 
@@ -91,8 +93,7 @@ def test_a_conflict_says_so_and_the_author_resolves_it(grace, linus, work):
     page = grace.get(f"/changes/{change.pk}/edit/").content.decode()
     assert "main has changed this file since the change was made" in page
     assert "-description: elsewhere" in page  # main now → your text
-    grace.post(f"/changes/{change.pk}/edit/", {"text": recipe_text("merged by hand"),
-                                               "message": "Resolve"})
+    grace.post(f"/changes/{change.pk}/edit/", {"text": recipe_text("merged by hand"), "message": "Resolve"})
     linus.post(f"/changes/{change.pk}/approve/")
     change.refresh_from_db()
     assert change.state == "merged"
@@ -111,8 +112,11 @@ def test_the_list_of_change_requests(grace, linus):
 def test_it_escapes_titles_comments_and_text(grace, linus):
     change = propose(grace, text=recipe_text(HOSTILE), message=f"Title {HOSTILE}")
     linus.post(f"/changes/{change.pk}/comment/", {"body": f"Comment {HOSTILE}"})
-    for client, url in ((linus, f"/changes/{change.pk}/"), (linus, "/changes/"),
-                        (grace, f"/changes/{change.pk}/edit/")):
+    for client, url in (
+        (linus, f"/changes/{change.pk}/"),
+        (linus, "/changes/"),
+        (grace, f"/changes/{change.pk}/edit/"),
+    ):
         page = client.get(url).content.decode()
         assert HOSTILE not in page, url
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, url

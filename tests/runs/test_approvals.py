@@ -1,4 +1,5 @@
 """Approval gates and loop detection in the engine, the approve/reject services and CLI."""
+
 import threading
 import time
 from io import StringIO
@@ -7,11 +8,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from runs import engine, services, worker
 from agents.ports import ToolResult
+from runs import services, worker
 from runs.approvals import gate
-from runs.models import Approval, Pass, Run, Step
-from runs.models import ApprovalState, RunState
+from runs.models import Approval, ApprovalState, Pass, Run, RunState, Step
 from runs.wiring import arm_run
 from tests.fake_model import FakeModel, tool
 
@@ -35,8 +35,10 @@ class Tools:
         self.calls = []
 
     def specs(self):
-        return [{"name": n, "description": n, "input_schema": {"type": "object", "properties": {}}}
-                for n in ("publish", "click", "look")]
+        return [
+            {"name": n, "description": n, "input_schema": {"type": "object", "properties": {}}}
+            for n in ("publish", "click", "look")
+        ]
 
     def call(self, name, arguments):
         self.calls.append((name, arguments))
@@ -68,8 +70,14 @@ class Person(threading.Thread):
             time.sleep(self.delay)
             if self.via_cli:
                 out = StringIO()
-                call_command("auto", "task", "approve" if self.approved else "reject", f"#{pending.run_id}",
-                             *self.reason.split(), stdout=out)
+                call_command(
+                    "auto",
+                    "task",
+                    "approve" if self.approved else "reject",
+                    f"#{pending.run_id}",
+                    *self.reason.split(),
+                    stdout=out,
+                )
                 self.output = out.getvalue()
             else:
                 services.approval_answer(approval=pending, user=None, approved=self.approved, reason=self.reason)
@@ -120,8 +128,13 @@ def test_a_rejection_sends_the_reason_back_to_the_model_and_nothing_is_done(star
     assert result["is_error"] is True
     assert result["content"] == "not done: a person rejected this action. Their reason: not on a Friday"
     # the model hears it in the conversation
-    sent = [b for m in Pass.objects.get(run=run).messages if m["role"] == "user"
-            for b in m["content"] if b["type"] == "tool_result"]
+    sent = [
+        b
+        for m in Pass.objects.get(run=run).messages
+        if m["role"] == "user"
+        for b in m["content"]
+        if b["type"] == "tool_result"
+    ]
     assert "not on a Friday" in sent[0]["content"] and sent[0]["is_error"] is True
 
 
@@ -174,7 +187,9 @@ def test_a_cancel_while_waiting_withdraws_the_approval_and_pauses_the_run(start)
 def test_an_ungated_call_and_an_unmatched_pattern_run_at_once(start):
     run = start(GATED)
     tools = Tools()
-    model = FakeModel(task=[{"text": "x", "tools": [tool("look"), tool("click", text="Save draft")]}, {"text": "Done."}])
+    model = FakeModel(
+        task=[{"text": "x", "tools": [tool("look"), tool("click", text="Save draft")]}, {"text": "Done."}]
+    )
     run = drive_with(run, model, tools)
     assert [c[0] for c in tools.calls] == ["look", "click"] and not Approval.objects.exists()
 
@@ -198,11 +213,14 @@ def test_it_refuses_a_call_identical_to_3_of_the_last_20(start):
     assert tools.calls == [("look", {"at": "top"})] * 3
     results = [s.tool_results[0] for s in Step.objects.filter(run_pass__run=run).order_by("number")[:5]]
     assert [r["is_error"] for r in results] == [False, False, False, True, True]
-    assert results[3]["content"].startswith("refused: this exact call (look with the same input) is already 3 of "
-                                            "your last 20 tool calls")
+    assert results[3]["content"].startswith(
+        "refused: this exact call (look with the same input) is already 3 of your last 20 tool calls"
+    )
     # a different input is a different call
-    other = FakeModel(task=[{"text": "x", "tools": [tool("look", at=str(i % 2))]} for i in range(6)] + [{"text": "Done."}],
-                      repeat_last=False)
+    other = FakeModel(
+        task=[{"text": "x", "tools": [tool("look", at=str(i % 2))]} for i in range(6)] + [{"text": "Done."}],
+        repeat_last=False,
+    )
     tools2 = Tools()
     drive_with(start(GATED, name="job2"), other, tools2)
     assert len(tools2.calls) == 6

@@ -1,4 +1,5 @@
 """`python manage.py auto <kind> check NAME_OR_PATH [ARGS...]`."""
+
 import os
 import subprocess
 import sys
@@ -36,26 +37,32 @@ def test_it_prints_the_publishing_plan_byte_for_byte():
 def test_it_shows_the_split_floors_worst_case_and_warnings():
     out = check("web", "check", "halilagin-medium", "./drafts/loop.md")
     assert "  task     135 steps  13m30s  720000 tokens (3.6b)" in out
-    assert ("  wrap-up  15 steps  1m30s  80000 tokens (80p)  -> floored to "
-            "100 steps  5m0s  200000 tokens (1b)") in out
+    assert ("  wrap-up  15 steps  1m30s  80000 tokens (80p)  -> floored to 100 steps  5m0s  200000 tokens (1b)") in out
     assert "  pass worst case  235 steps  18m30s  920000 tokens (4.6b)" in out
     assert "worst case: 4000000 tokens (1s) over 5 passes, at most $60.00 on claude-sonnet-4-6" in out
     assert "duration DISABLED: loop.while.max_duration 15m does not exceed one pass (15m)" in out
     assert out.rstrip().endswith("ok: web/halilagin-medium is valid")
 
 
-@pytest.mark.parametrize("kind, name", [
-    ("web", "halilagin-medium"), ("web", "scout"), ("task", "reading-list"),
-])
+@pytest.mark.parametrize(
+    "kind, name",
+    [
+        ("web", "halilagin-medium"),
+        ("web", "scout"),
+        ("task", "reading-list"),
+    ],
+)
 def test_it_checks_every_demo_recipe(kind, name):
     assert f"ok: {kind}/{name} is valid" in check(kind, "check", name)
 
 
 def test_it_resolves_the_scout_recipe_by_rysh_algebra():
     out = check("web", "check", "scout", "my show")
-    assert out.startswith("loop enabled=true  maxIter=5\n"
-                          "perPass: tokens=600000  duration=8m0s  takeover=90\n"
-                          "outer:   tokensTotal=3000000  duration=40m0s\n")
+    assert out.startswith(
+        "loop enabled=true  maxIter=5\n"
+        "perPass: tokens=600000  duration=8m0s  takeover=90\n"
+        "outer:   tokensTotal=3000000  duration=40m0s\n"
+    )
 
 
 def test_it_says_a_loop_without_a_goal_cannot_run(tmp_path):
@@ -80,8 +87,9 @@ def test_it_refuses_an_unknown_name():
 
 def run_manage(*args, tmp_path):
     env = {**os.environ, "RYSH_DATA_DIR": str(tmp_path), "RYSH_RECIPES_REPO": str(DEMO)}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_it_exits_0_when_valid(tmp_path):
@@ -112,6 +120,7 @@ def test_it_exits_1_with_every_error_on_stderr(tmp_path):
     assert result.returncode == 1
     assert result.stdout == ""
     assert "broken.md:5 loop.do.budget.size:" in result.stderr
-    assert ("broken.md:7 loop.do.budget.watch.takeover_when: expected a whole number "
-            "from 10 to 99, got 5") in result.stderr
+    assert (
+        "broken.md:7 loop.do.budget.watch.takeover_when: expected a whole number from 10 to 99, got 5"
+    ) in result.stderr
     assert "broken.md:8 loop.whilst: unknown key 'whilst' (did you mean 'while'?)" in result.stderr

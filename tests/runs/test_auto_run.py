@@ -1,13 +1,12 @@
 """`auto <kind> run|status|stop|cancel|continue|resume|land|results|history` (in-process)."""
+
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from catalogue.models import Recipe, RecipeVersion
-
 from runs.models import Run, RunEvent
-from runs.models import RunState
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 
@@ -56,8 +55,12 @@ def test_it_starts_shows_and_steers_a_run(recipe):
     assert "cancelled before it started; state preserved" in auto("task", "cancel", "notes")
     assert "paused(cancelled)" in auto("task", "status", "notes")
     assert "continues from its checkpoint" in auto("task", "continue", "#1")
-    run = drive(Run.objects.get(), FakeModel(task=[{"text": "a", "tools": [tool("save_result", filename="notes.md", content="n")]},
-                                                   {"text": "Done."}]))
+    run = drive(
+        Run.objects.get(),
+        FakeModel(
+            task=[{"text": "a", "tools": [tool("save_result", filename="notes.md", content="n")]}, {"text": "Done."}]
+        ),
+    )
     assert run.cause == "done"
     assert "notes.md" in auto("task", "results", "notes") and "run-report.md" in auto("task", "results", "notes")
     history = auto("task", "history")
@@ -93,11 +96,15 @@ def test_it_refuses_an_unknown_web_recipe_and_dry_runs_a_web_one(recipe, tmp_pat
         auto("web", "run", "anything")
     folder = tmp_path / "repo/.rysh/automations/webs"
     folder.mkdir(parents=True)
-    (folder / "shop.md").write_text("---\nurl: /demo-site/\nallowed_domains: [127.0.0.1]\n"
-                                    "approve: ['click:Buy*']\n---\nBuy nothing.\n")
+    (folder / "shop.md").write_text(
+        "---\nurl: /demo-site/\nallowed_domains: [127.0.0.1]\napprove: ['click:Buy*']\n---\nBuy nothing.\n"
+    )
     settings.RYSH_SITE_URL = "http://127.0.0.1:8000"
     out = auto("web", "run", str(folder / "shop.md"), "--dry-run")
-    assert "browser: profile default, start page http://127.0.0.1:8000/demo-site/, reads pages as text, only 127.0.0.1" in out
+    assert (
+        "browser: profile default, start page http://127.0.0.1:8000/demo-site/, reads pages as text, only 127.0.0.1"
+        in out
+    )
     assert "approval needed for: click:Buy*" in out
 
 
@@ -105,12 +112,17 @@ def test_it_runs_the_last_good_version_when_the_newest_is_broken(recipe_file, se
     recipe_file(RECIPE, "notes")  # the script beside it in the working tree
     item = Recipe.objects.create(kind="task", name="notes", path=".rysh/automations/tasks/notes.md")
     good = RecipeVersion.objects.create(recipe=item, commit_sha="a" * 40, path=item.path, text=RECIPE, valid=True)
-    bad = RecipeVersion.objects.create(recipe=item, commit_sha="b" * 40, path=item.path, valid=False,
-                                       text="---\nloop: [\n---\nx\n", errors=["notes.md:2 frontmatter: invalid YAML"])
+    bad = RecipeVersion.objects.create(
+        recipe=item,
+        commit_sha="b" * 40,
+        path=item.path,
+        valid=False,
+        text="---\nloop: [\n---\nx\n",
+        errors=["notes.md:2 frontmatter: invalid YAML"],
+    )
     Recipe.objects.filter(pk=item.pk).update(good=good, latest=bad)
     out = auto("task", "run", "notes", "tides", "--provider", "scripted")
     run = Run.objects.get()
     assert run.recipe_version == good and "run #1 queued" in out
     note = RunEvent.objects.get(run=run, kind="note").message
-    assert note == ("the newest version of task/notes (bbbbbbbb) is broken; running the last good "
-                    "version (aaaaaaaa)")
+    assert note == ("the newest version of task/notes (bbbbbbbb) is broken; running the last good version (aaaaaaaa)")

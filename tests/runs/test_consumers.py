@@ -1,5 +1,4 @@
 """Websocket consumers: login required, current state at once, changes from other processes."""
-import asyncio
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
@@ -22,12 +21,28 @@ def session_cookie(user) -> tuple[bytes, bytes]:
 
 
 def make_run(**fields) -> Run:
-    defaults = dict(kind="task", name="demo", target="task/demo", recipe_path="x.md", recipe_text="x",
-                    provider="scripted", executor_model="scripted-demo", judge_model="scripted-demo",
-                    output_dir="", state="running", pass_number=1,
-                    plan={"passes": 3, "worst_tokens": 24000, "split": {"task": {"tokens": 7200, "steps": 36, "seconds": 540},
-                                                                      "takeover": {"tokens": 200000, "steps": 100, "seconds": 300}},
-                          "outer_tokens": 24000})
+    defaults = dict(
+        kind="task",
+        name="demo",
+        target="task/demo",
+        recipe_path="x.md",
+        recipe_text="x",
+        provider="scripted",
+        executor_model="scripted-demo",
+        judge_model="scripted-demo",
+        output_dir="",
+        state="running",
+        pass_number=1,
+        plan={
+            "passes": 3,
+            "worst_tokens": 24000,
+            "split": {
+                "task": {"tokens": 7200, "steps": 36, "seconds": 540},
+                "takeover": {"tokens": 200000, "steps": 100, "seconds": 300},
+            },
+            "outer_tokens": 24000,
+        },
+    )
     return Run.objects.create(**{**defaults, **fields})
 
 
@@ -41,6 +56,7 @@ def test_it_refuses_anonymous_users():
     async def go():
         communicator, connected, code = await connect("/ws/live/", [ORIGIN])
         assert not connected and code == 4401
+
     async_to_sync(go)()
 
 
@@ -61,6 +77,7 @@ def test_it_sends_the_current_state_then_changes_made_elsewhere(settings):
         second = await communicator.receive_from(timeout=5)
         assert "paused(cancelled)" in second
         await communicator.disconnect()
+
     async_to_sync(go)()
 
 
@@ -78,6 +95,7 @@ def test_it_catches_up_on_reconnect():
         assert 'id="run-head" hx-swap-oob="true"' in state and "pass 2/3" in state
         assert '<span id="run-verdict">NO</span>' in state
         await again.disconnect()
+
     async_to_sync(go)()
 
 
@@ -94,6 +112,7 @@ def test_it_pushes_in_process_changes_through_the_channel_layer(settings):
         pushed = await communicator.receive_from(timeout=5)
         assert '<span id="run-verdict">YES</span>' in pushed
         await communicator.disconnect()
+
     async_to_sync(go)()
 
 
@@ -103,4 +122,5 @@ def test_it_closes_for_an_unknown_run():
     async def go():
         _, connected, code = await connect("/ws/runs/999/", [ORIGIN, cookie])
         assert not connected and code == 4404
+
     async_to_sync(go)()

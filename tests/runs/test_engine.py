@@ -1,16 +1,13 @@
 """The do/while engine against a fake model port: every rule of SPEC §3–§6."""
-import threading
-import time
+
 from pathlib import Path
 
 import pytest
 
-from runs import engine, ledger, services
-from runs.models import Pass, Run, Step
-from runs.models import Control, RunState, StepStatus
-from runs.models import LedgerEntry
+from runs import ledger, services
+from runs.models import Control, LedgerEntry, Pass, Run, RunState, Step, StepStatus
 from tests.conftest import drive
-from tests.fake_model import FakeModel, Failing, tool
+from tests.fake_model import Failing, FakeModel, tool
 
 pytestmark = pytest.mark.django_db
 
@@ -56,9 +53,12 @@ def ledger_total(run):
 
 def test_it_runs_one_pass_to_done_and_saves_the_result_and_report(start):
     run = start(ONE_PASS)
-    model = FakeModel(task=[{"text": "saving", "tools": [tool("save_result", filename="summary.md",
-                                                                content="the summary")]},
-                            {"text": "All saved."}])
+    model = FakeModel(
+        task=[
+            {"text": "saving", "tools": [tool("save_result", filename="summary.md", content="the summary")]},
+            {"text": "All saved."},
+        ]
+    )
     run = drive(run, model)
     assert (run.state, run.cause) == (RunState.FINISHED, "done")
     out = Path(run.output_dir)
@@ -73,11 +73,14 @@ def test_it_runs_one_pass_to_done_and_saves_the_result_and_report(start):
 
 def test_it_lands_through_the_takeover_then_iterates_to_fulfilled(start):
     run = start(LOOP, "agent loops")
-    model = FakeModel(task=[{"text": "burning", "tools": [SAVE]}, {"text": "more", "tools": [BURN]}],
-                      wrap_up=[{"text": "landing", "tools": [tool("save_result", filename="list.md",
-                                                                     content="PARTIAL list")]},
-                               {"text": "Saved PARTIAL."}],
-                      judge=["NO\nOnly three entries.", "YES\nFive entries."])
+    model = FakeModel(
+        task=[{"text": "burning", "tools": [SAVE]}, {"text": "more", "tools": [BURN]}],
+        wrap_up=[
+            {"text": "landing", "tools": [tool("save_result", filename="list.md", content="PARTIAL list")]},
+            {"text": "Saved PARTIAL."},
+        ],
+        judge=["NO\nOnly three entries.", "YES\nFive entries."],
+    )
     # pass 2 finishes on its own: switch the task script when pass 2 starts
     original = model.complete
 
@@ -106,8 +109,12 @@ def test_it_lands_through_the_takeover_then_iterates_to_fulfilled(start):
 
 def test_it_never_spends_past_a_leg_or_the_job_even_against_the_worst_model(start):
     run = start(LOOP, "x")
-    model = FakeModel(task=[{"text": "go", "tools": [BURN]}], wrap_up=[{"text": "w", "tools": [BURN]}],
-                      judge=["NO\nnot yet"] * 3, adversarial=True)
+    model = FakeModel(
+        task=[{"text": "go", "tools": [BURN]}],
+        wrap_up=[{"text": "w", "tools": [BURN]}],
+        judge=["NO\nnot yet"] * 3,
+        adversarial=True,
+    )
     run = drive(run, model)
     plan = run.plan
     assert run.tokens_counted <= plan["outer_tokens"] == 90_000
@@ -163,8 +170,11 @@ def test_it_finishes_the_pass_in_flight_on_stop_and_does_not_judge(start):
         if request.purpose == "task" and len(request.messages) > 1:
             Run.objects.filter(pk=run.pk).update(control=Control.STOP)
 
-    model = FakeModel(task=[{"text": "a", "tools": [SAVE]}, {"text": "b", "tools": [SAVE]}, {"text": "Done."}],
-                      repeat_last=False, on_call=stop_on_second_call)
+    model = FakeModel(
+        task=[{"text": "a", "tools": [SAVE]}, {"text": "b", "tools": [SAVE]}, {"text": "Done."}],
+        repeat_last=False,
+        on_call=stop_on_second_call,
+    )
     run = drive(run, model)
     assert run.cause == "stopped by user"
     only = Pass.objects.get(run=run)
@@ -193,8 +203,11 @@ def test_it_pauses_on_cancel_mid_call_and_continues_the_same_conversation(start)
             cancel_once["done"] = True
             Run.objects.filter(pk=run.pk).update(control=Control.CANCEL)
 
-    model = FakeModel(task=[{"text": "a", "tools": [SAVE]}, {"text": "b", "tools": [SAVE]}, {"text": "Done."}],
-                      on_call=cancel_during_second, delay=0.7)  # > the 0.5 s control poll
+    model = FakeModel(
+        task=[{"text": "a", "tools": [SAVE]}, {"text": "b", "tools": [SAVE]}, {"text": "Done."}],
+        on_call=cancel_during_second,
+        delay=0.7,
+    )  # > the 0.5 s control poll
     run = drive(run, model)
     assert (run.state, run.state_label) == (RunState.PAUSED, "paused(cancelled)")
     the_pass = Pass.objects.get(run=run)
@@ -218,8 +231,7 @@ def test_it_hands_the_wheel_to_the_takeover_on_land_now(start):
         if request.purpose == "task" and len(request.messages) == 3:
             Run.objects.filter(pk=run.pk).update(control=Control.LAND)
 
-    model = FakeModel(task=[{"text": "a", "tools": [BURN]}], on_call=land_on_second,
-                      judge=["YES\nfine"])
+    model = FakeModel(task=[{"text": "a", "tools": [BURN]}], on_call=land_on_second, judge=["YES\nfine"])
     run = drive(run, model)
     first = Pass.objects.get(run=run, number=1)
     assert first.task_stop == "land now" and first.takeover_used and first.wrap_up_stop == "done"
@@ -236,8 +248,9 @@ def test_it_pauses_at_the_step_cap_without_auto_continue(start):
         ---
         Work.
     """)
-    model = FakeModel(task=[{"text": "a", "tools": [BURN]}, {"text": "b", "tools": [BURN]}, {"text": "Done."}],
-                      repeat_last=False)
+    model = FakeModel(
+        task=[{"text": "a", "tools": [BURN]}, {"text": "b", "tools": [BURN]}, {"text": "Done."}], repeat_last=False
+    )
     run = drive(run, model)
     assert run.state_label == "paused(step cap)"
     reminder = Pass.objects.get(run=run).messages[-1]["content"][-1]["text"]
@@ -248,17 +261,22 @@ def test_it_pauses_at_the_step_cap_without_auto_continue(start):
 
 
 def test_it_ends_the_loop_when_its_time_cap_elapses(start):
-    run = start(LOOP.replace("budget: 90p", "budget: 90p\n        max_duration: 2s")
-                .replace("max_iterations: 30", "max_iterations: 30\n        max_duration: 1s"), "x")
+    run = start(
+        LOOP.replace("budget: 90p", "budget: 90p\n        max_duration: 2s").replace(
+            "max_iterations: 30", "max_iterations: 30\n        max_duration: 1s"
+        ),
+        "x",
+    )
     run = drive(run, FakeModel(task=[{"text": "Done."}], judge=["NO\nnot yet"], delay=1.1))
     assert run.cause == "the loop's time cap elapsed"
 
 
 def test_it_settles_a_lost_call_at_its_reservation_once(start):
     run = start(ONE_PASS)
-    the_pass = Pass.objects.create(run=run, number=1, messages=[{"role": "user", "content": [{"type": "text", "text": "x"}]}])
-    step = Step.objects.create(run_pass=the_pass, number=1, leg="task", model="m", max_tokens=100,
-                               reserved_tokens=1234)
+    the_pass = Pass.objects.create(
+        run=run, number=1, messages=[{"role": "user", "content": [{"type": "text", "text": "x"}]}]
+    )
+    step = Step.objects.create(run_pass=the_pass, number=1, leg="task", model="m", max_tokens=100, reserved_tokens=1234)
     assert ledger.settle_pending_steps(run) == 1
     assert ledger.settle_pending_steps(run) == 0
     step.refresh_from_db()
@@ -288,8 +306,9 @@ def test_it_refuses_missing_arguments_before_anything_is_spent(start):
 
 def test_it_sends_tool_errors_back_to_the_model(start):
     run = start(ONE_PASS)
-    model = FakeModel(task=[{"text": "a", "tools": [tool("save_result", filename="../escape.md", content="x")]},
-                            {"text": "Done."}])
+    model = FakeModel(
+        task=[{"text": "a", "tools": [tool("save_result", filename="../escape.md", content="x")]}, {"text": "Done."}]
+    )
     run = drive(run, model)
     assert run.cause == "done"
     result = Step.objects.get(run_pass__run=run, number=1).tool_results[0]
@@ -316,8 +335,15 @@ def test_it_says_when_there_is_nothing_to_continue(start):
 
 
 def test_it_resumes_with_a_fresh_run_seeded_with_the_latest_result(start):
-    run = drive(start(ONE_PASS), FakeModel(task=[{"text": "a", "tools": [tool("save_result", filename="summary.md", content="v1 summary")]},
-                                                {"text": "Done."}]))
+    run = drive(
+        start(ONE_PASS),
+        FakeModel(
+            task=[
+                {"text": "a", "tools": [tool("save_result", filename="summary.md", content="v1 summary")]},
+                {"text": "Done."},
+            ]
+        ),
+    )
     again = services.run_resume(run=run)
     assert again.resumed_from == run and again.pk != run.pk
     model = FakeModel()

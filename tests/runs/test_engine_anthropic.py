@@ -1,13 +1,13 @@
 """The engine on the real anthropic SDK, against the fake Messages server on loopback."""
+
 import socket
 from pathlib import Path
 
 import pytest
 
-from runs import engine, services, worker
-from runs.models import Run, RunEvent, Step
+from runs import services, worker
+from runs.models import LedgerEntry, Run, RunEvent, Step
 from runs.wiring import arm_run
-from runs.models import LedgerEntry
 from tests.fakes.anthropic_server import FakeAnthropic, fake_anthropic  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
@@ -39,16 +39,23 @@ def recipe(tmp_path, results_root):
 def judge_or(fake, verdict="YES\nsummary.md is there"):
     """Answer judge calls with `verdict`; others from the reply queue."""
     queue = []
-    fake.responder = lambda body: ({"text": verdict} if "independent judge" in str(body.get("system"))
-                                   else (queue.pop(0) if queue else {"text": "Done."}))
+    fake.responder = lambda body: (
+        {"text": verdict}
+        if "independent judge" in str(body.get("system"))
+        else (queue.pop(0) if queue else {"text": "Done."})
+    )
     return queue
 
 
 def test_it_runs_on_claude_with_no_code_change(fake_anthropic, recipe):
     queue = judge_or(fake_anthropic)
-    queue += [{"text": "Saving.", "tool_calls": [{"name": "save_result",
-                                                  "input": {"filename": "summary.md", "content": "short"}}]},
-              {"text": "Done: summary.md saved."}]
+    queue += [
+        {
+            "text": "Saving.",
+            "tool_calls": [{"name": "save_result", "input": {"filename": "summary.md", "content": "short"}}],
+        },
+        {"text": "Done: summary.md saved."},
+    ]
     run = services.run_start(kind="task", name_or_path=str(recipe), args=[])
     assert run.provider == "anthropic" and run.executor_model == "claude-sonnet-4-6"
     worker.execute(run.pk, arm_run)
@@ -92,7 +99,9 @@ def test_it_points_at_the_scripted_model_when_there_is_no_key(monkeypatch, recip
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(services.RunRefused, match="ANTHROPIC_API_KEY is not set.*scripted"):
         services.run_start(kind="task", name_or_path=str(recipe), args=[])
-    recipe.with_name("summarise.script.yaml").write_text("passes:\n  - task:\n      - text: Done.\n    judge: \"YES\\nok\"\n")
+    recipe.with_name("summarise.script.yaml").write_text(
+        'passes:\n  - task:\n      - text: Done.\n    judge: "YES\\nok"\n'
+    )
     run = services.run_start(kind="task", name_or_path=str(recipe), args=[])
     assert (run.provider, run.executor_model) == ("scripted", "scripted-demo")
 

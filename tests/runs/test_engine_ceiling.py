@@ -1,10 +1,10 @@
 """No leg and no job ever passes its allotment: hundreds of random jobs, worst-case model."""
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runs.models import Pass, Run
-from runs.models import LedgerEntry
+from runs.models import LedgerEntry, Pass, Run
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 
@@ -18,11 +18,20 @@ def jobs(draw):
     loop = draw(st.booleans())
     passes = draw(st.integers(1, 4))
     total = draw(st.one_of(st.none(), st.integers(4, 400)))
-    lines = ["---", "loop:", "  do:", f"    max_iterations: {draw(st.integers(1, 12))}",
-             "    budget:", f"      size: {size}p"]
+    lines = [
+        "---",
+        "loop:",
+        "  do:",
+        f"    max_iterations: {draw(st.integers(1, 12))}",
+        "    budget:",
+        f"      size: {size}p",
+    ]
     if takeover:
-        lines += ["      watch:", f"        takeover_when: {draw(st.integers(10, 99))}",
-                  "        takeover_prompt: Land it now."]
+        lines += [
+            "      watch:",
+            f"        takeover_when: {draw(st.integers(10, 99))}",
+            "        takeover_prompt: Land it now.",
+        ]
     if loop:
         lines += ["  while:", f"    max_iterations: {passes}", "    prompts:", "      until: Five entries."]
         if total:
@@ -38,9 +47,12 @@ def test_it_never_passes_an_allotment(start, job):
     text, tools, adversarial = job
     calls = [tool("save_result", filename="r.md", content="x" * 300) if t == "save" else tool(t) for t in tools]
     run = start(text, name=f"job{Run.objects.count()}")
-    model = FakeModel(task=[{"text": "working " * 30, "tools": calls}] if calls else [{"text": "Done."}],
-                      wrap_up=[{"text": "landing", "tools": [tool("list_results")]}],
-                      judge=["NO\nnot yet"] * 5, adversarial=adversarial)
+    model = FakeModel(
+        task=[{"text": "working " * 30, "tools": calls}] if calls else [{"text": "Done."}],
+        wrap_up=[{"text": "landing", "tools": [tool("list_results")]}],
+        judge=["NO\nnot yet"] * 5,
+        adversarial=adversarial,
+    )
     run = drive(run, model)
     plan = run.plan
     assert run.state == "finished", run.cause

@@ -1,13 +1,14 @@
 """What the engine does for web tools: screenshots reach the model as images (and count in the
 input bound), Step rows keep no image data, old screenshots leave the conversation, and each
 step keeps where the browser was."""
+
 import base64
 
 import pytest
 
 from agents.ports import PageCapture, ToolResult
-from runs.models import Pass, Step
 from budgets.guard import size
+from runs.models import Pass, Step
 from tests.conftest import drive  # noqa: F401
 from tests.fake_model import FakeModel, tool
 from tests.runs.test_approvals import drive_with
@@ -41,8 +42,10 @@ def test_screenshots_reach_the_model_as_images_and_only_the_newest_three_stay(st
     settings.RYSH_SCREENSHOTS_DIR = tmp_path / "shots"
     run = start(JOB)
     tools = SeeingTools()
-    model = FakeModel(task=[{"text": "look", "tools": [tool("read_page", n=i)]} for i in range(5)] + [{"text": "Done."}],
-                      repeat_last=False)
+    model = FakeModel(
+        task=[{"text": "look", "tools": [tool("read_page", n=i)]} for i in range(5)] + [{"text": "Done."}],
+        repeat_last=False,
+    )
     run = drive_with(run, model, tools)
     assert run.cause == "done" and tools.closed  # the worker let go of the browser
     messages = Pass.objects.get(run=run).messages
@@ -58,5 +61,9 @@ def test_screenshots_reach_the_model_as_images_and_only_the_newest_three_stay(st
     first = Step.objects.get(run_pass__run=run, number=1)
     assert JPEG not in str(first.tool_results)
     assert first.tool_results[0]["content"] == "screenshot of the page\n[an image was shown to the model: 2 KB]"
-    assert (first.page_url, first.page_title, first.screenshot) == ("https://example.test/1", "Page 1", f"{run.pk}/1-1.jpg")
+    assert (first.page_url, first.page_title, first.screenshot) == (
+        "https://example.test/1",
+        "Page 1",
+        f"{run.pk}/1-1.jpg",
+    )
     assert (tmp_path / "shots" / first.screenshot).read_bytes() == b"\xff\xd8thumb"

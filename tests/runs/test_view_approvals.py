@@ -1,11 +1,11 @@
 """The run page's approvals panel and filmstrip (Django test client)."""
+
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from runs.models import Approval, Pass, Run, Step
-from runs.models import ApprovalState, RunState
+from runs.models import Approval, ApprovalState, Pass, Run, RunState, Step
 from tests.runs.test_view_runs import client_for, user_with
 
 pytestmark = pytest.mark.django_db
@@ -21,15 +21,31 @@ def waiting(start, settings, tmp_path):
     Run.objects.filter(pk=run.pk).update(kind="web", state=RunState.AWAITING_APPROVAL, pass_number=1)
     run.refresh_from_db()
     run_pass = Pass.objects.create(run=run, number=1)
-    step = Step.objects.create(run_pass=run_pass, number=1, leg="task", model="m", max_tokens=1,
-                               reserved_tokens=1, status="done", page_url="https://example.com/draft",
-                               page_title="Draft", screenshot=f"{run.pk}/1-1.jpg",
-                               tool_calls=[{"name": "click", "input": {"text": "Publish"}}])
+    step = Step.objects.create(
+        run_pass=run_pass,
+        number=1,
+        leg="task",
+        model="m",
+        max_tokens=1,
+        reserved_tokens=1,
+        status="done",
+        page_url="https://example.com/draft",
+        page_title="Draft",
+        screenshot=f"{run.pk}/1-1.jpg",
+        tool_calls=[{"name": "click", "input": {"text": "Publish"}}],
+    )
     (tmp_path / "shots" / str(run.pk)).mkdir(parents=True)
     (tmp_path / "shots" / step.screenshot).write_bytes(b"\xff\xd8fake-jpeg")
-    approval = Approval.objects.create(run=run, pass_number=1, step_number=2, tool_name="click",
-                                       tool_input={"text": "Publish"}, pattern="click:Publish*", subject="Publish",
-                                       expires_at=timezone.now() + timedelta(minutes=5))
+    approval = Approval.objects.create(
+        run=run,
+        pass_number=1,
+        step_number=2,
+        tool_name="click",
+        tool_input={"text": "Publish"},
+        pattern="click:Publish*",
+        subject="Publish",
+        expires_at=timezone.now() + timedelta(minutes=5),
+    )
     return run, step, approval
 
 
@@ -50,8 +66,9 @@ def test_an_operator_sees_the_pending_approval_and_approves_it(waiting):
 
 def test_a_rejection_keeps_its_reason(waiting):
     run, _, approval = waiting
-    client_for(user_with("operator")).post(f"/runs/{run.pk}/approvals/{approval.pk}/reject/",
-                                           {"reason": "the title has a typo"})
+    client_for(user_with("operator")).post(
+        f"/runs/{run.pk}/approvals/{approval.pk}/reject/", {"reason": "the title has a typo"}
+    )
     approval.refresh_from_db()
     assert (approval.state, approval.reason) == (ApprovalState.REJECTED, "the title has a typo")
 

@@ -1,11 +1,12 @@
 """Dashboard, run page, controls, history and CSV, the results viewer (Django test client)."""
+
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from runs.models import Run, RunEvent, Step, Pass
+from runs.models import Pass, Run, RunEvent, Step
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 
@@ -41,8 +42,18 @@ def client_for(user, csrf=False) -> Client:
 def finished(start):
     hostile = "<img src=x onerror=alert(1)>"
     run = start(ONE_PASS)
-    return drive(run, FakeModel(task=[{"text": f"saving {hostile}", "tools": [
-        tool("save_result", filename="notes.md", content=f"# Notes\n\n{hostile}\n")]}, {"text": "Done."}]))
+    return drive(
+        run,
+        FakeModel(
+            task=[
+                {
+                    "text": f"saving {hostile}",
+                    "tools": [tool("save_result", filename="notes.md", content=f"# Notes\n\n{hostile}\n")],
+                },
+                {"text": "Done."},
+            ]
+        ),
+    )
 
 
 def test_it_needs_a_login_for_every_page(client, finished):
@@ -116,7 +127,7 @@ def test_it_gives_both_of_two_simultaneous_clicks_a_consistent_answer(start):
 def test_it_resumes_from_the_page_and_goes_to_the_new_run(finished):
     response = client_for(user_with("operator")).post(f"/runs/{finished.pk}/resume/", HTTP_HX_REQUEST="true")
     new = Run.objects.exclude(pk=finished.pk).get()
-    assert response.status_code == 204 and response["HX-Redirect"] == f"/runs/{new.pk}/"
+    assert response.status_code == 200 and response["HX-Redirect"] == f"/runs/{new.pk}/"  # htmx follows it
     assert new.resumed_from == finished
 
 
@@ -165,9 +176,52 @@ def test_it_renders_a_run_read_between_a_reservation_and_its_total(start):
     run = start(ONE_PASS)
     Run.objects.filter(pk=run.pk).update(state="running", pass_number=1, tokens_counted=0)
     the_pass = Pass.objects.create(run=run, number=1, messages=[])
-    Step.objects.create(run_pass=the_pass, number=1, leg="task", model="m", max_tokens=256,
-                        reserved_tokens=6947)  # pending, not in tokens_counted yet
+    Step.objects.create(
+        run_pass=the_pass, number=1, leg="task", model="m", max_tokens=256, reserved_tokens=6947
+    )  # pending, not in tokens_counted yet
     client = client_for(user_with("viewer"))
     for url in ("/", f"/runs/{run.pk}/"):
         page = client.get(url).content.decode()
         assert "job 0p/" in page and "plus 6947 reserved for the call in flight" in page
+
+
+def test_it_refuses_a_result_file_that_links_outside_the_folder(finished, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not a result")
+    (Path(finished.output_dir) / "link.md").symlink_to(secret)
+    client = client_for(user_with("viewer"))
+    assert client.get(f"/runs/{finished.pk}/files/link.md").status_code == 404
+    assert client.get(f"/runs/{finished.pk}/files/{secret}").status_code == 404  # absolute
+    assert client.get(f"/runs/{finished.pk}/files/notes.md").status_code == 200
+
+
+def test_it_serves_a_runs_videos_and_nothing_beside_them(finished, settings, tmp_path):
+    settings.RYSH_VIDEOS_DIR = tmp_path / "videos"
+    folder = settings.RYSH_VIDEOS_DIR / str(finished.pk)
+    folder.mkdir(parents=True)
+    (folder / "pass-1.webm").write_bytes(b"webm")
+    (folder / "notes.txt").write_text("not a video")
+    (tmp_path / "other.webm").write_bytes(b"someone else's")
+    (folder / "escape.webm").symlink_to(tmp_path / "other.webm")
+    client = client_for(user_with("viewer"))
+    response = client.get(f"/runs/{finished.pk}/videos/pass-1.webm")
+    assert response.status_code == 200 and response["Content-Type"] == "video/webm"
+    for name in ("notes.txt", "escape.webm", "..%2Fother.webm", "missing.webm"):
+        assert client.get(f"/runs/{finished.pk}/videos/{name}").status_code == 404, name
+
+
+def test_it_varies_the_live_pages_on_hx_request(finished):
+    client = client_for(user_with("viewer"))
+    for url in ("/", f"/runs/{finished.pk}/"):
+        page, part = client.get(url), client.get(url, HTTP_HX_REQUEST="true")
+        assert "HX-Request" in page["Vary"] and "HX-Request" in part["Vary"], url
+        assert "<html" in page.content.decode() and "<html" not in part.content.decode(), url
+
+
+def test_it_goes_back_after_a_control_only_to_a_page_of_this_site(start):
+    run = start(ONE_PASS)
+    client = client_for(user_with("operator"))
+    assert client.post(f"/runs/{run.pk}/continue/", {"next": "/history/"})["Location"] == "/history/"
+    for elsewhere in ("https://evil.example/", "//evil.example/x"):
+        response = client.post(f"/runs/{run.pk}/continue/", {"next": elsewhere})
+        assert response["Location"] == f"/runs/{run.pk}/", elsewhere

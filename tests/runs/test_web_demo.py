@@ -1,6 +1,7 @@
 """The offline web demo, in this process: the scripted model drives a real headless Chromium
 against the Tiny Press pages this app serves (live_server), through a takeover landing, a NO,
 an approval and a YES. The same demo from the CLI with real processes is in test_web_worker.py."""
+
 import threading
 import time
 from pathlib import Path
@@ -8,9 +9,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
-from runs import engine, services, worker
-from runs.models import Approval, Pass, Step
-from runs.models import ApprovalState, RunState
+from runs import services, worker
+from runs.models import Approval, ApprovalState, Pass, RunState, Step
 from runs.wiring import arm_run
 
 DEMO = Path(django_settings.BASE_DIR) / "demo/recipes/.rysh/automations/webs/tiny-press.md"
@@ -86,7 +86,11 @@ def test_it_runs_the_offline_web_demo_through_a_landing_a_no_an_approval_and_a_y
     # the click on Publish waited in `awaiting approval` and was approved
     approval = Approval.objects.get(run=run)
     assert (approval.state, approval.tool_name, approval.pattern, approval.subject) == (
-        ApprovalState.APPROVED, "click", "click:Publish*", "Publish")
+        ApprovalState.APPROVED,
+        "click",
+        "click:Publish*",
+        "Publish",
+    )
     assert approver.seen == [(RunState.AWAITING_APPROVAL, "click", "Publish")]
     status = (Path(run.output_dir) / "status.md").read_text()
     assert status.startswith("PUBLISHED")

@@ -2,6 +2,7 @@
 (and its Tiny Press pages), a qcluster runs the recipe in a real headless Chromium, a person
 approves the click on Publish with `auto web approve`, and a cancelled run continues on the
 same page."""
+
 import socket
 import subprocess
 import sys
@@ -27,9 +28,14 @@ def web_project(tmp_path):
     p.manage("migrate", "--noinput")
     p.manage("seed_demo")
     log = open(tmp_path / "daphne.log", "w")
-    server = subprocess.Popen([str(Path(sys.executable).parent / "daphne"), "-b", "127.0.0.1", "-p", str(port),
-                               "rysh_site.asgi:application"], cwd=ROOT, env=p.env, stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "daphne"), "-b", "127.0.0.1", "-p", str(port), "rysh_site.asgi:application"],
+        cwd=ROOT,
+        env=p.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     p.clusters.append(server)  # stopped with the clusters
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -58,9 +64,14 @@ STATE = "from runs.models import Run\nr = Run.objects.order_by('-id').first()\np
 
 def test_it_runs_the_offline_web_demo_end_to_end_from_the_cli(web_project):
     web_project.start_cluster()
-    waiting = subprocess.Popen([sys.executable, "manage.py", "auto", "web", "run", "tiny-press", "--wait"],
-                               cwd=ROOT, env=web_project.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    waiting = subprocess.Popen(
+        [sys.executable, "manage.py", "auto", "web", "run", "tiny-press", "--wait"],
+        cwd=ROOT,
+        env=web_project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     wait_for(web_project, STATE, lambda v: v and v[0] == "awaiting approval")
     approved = web_project.manage("auto", "web", "approve", "tiny-press", "looks", "good")
     assert approved.stdout.strip() == "run #1: click(text='Publish') approved (looks good)"
@@ -129,5 +140,7 @@ def test_a_cancelled_web_run_continues_on_the_same_page(web_project):
     assert before[-1].endswith("/demo-site/stories/")
     out = web_project.manage("auto", "web", "continue", "wander", "--wait", check=False).stdout
     assert "run #1 finished: done" in out, out
-    opened = web_project.query("from runs.models import RunEvent\nprint(json.dumps([e.message for e in RunEvent.objects.filter(kind='note')]))")
+    opened = web_project.query(
+        "from runs.models import RunEvent\nprint(json.dumps([e.message for e in RunEvent.objects.filter(kind='note')]))"
+    )
     assert any("/demo-site/stories/" in m for m in opened), opened

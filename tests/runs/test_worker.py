@@ -3,6 +3,7 @@
 Everything runs in subprocesses against an on-disk database, as `make run` does. The same
 tests run again on PostgreSQL with the Redis broker (scripts/scaleout_tests.py).
 """
+
 import json
 import os
 import signal
@@ -20,8 +21,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 class Project:
     def __init__(self, tmp_path: Path):
-        self.env = {**os.environ, "RYSH_DATA_DIR": str(tmp_path / "data"), "RYSH_WORKER_LOST_SECONDS": "10",
-                    "DJANGO_SETTINGS_MODULE": "rysh_site.settings", "PYTHONUNBUFFERED": "1"}
+        self.env = {
+            **os.environ,
+            "RYSH_DATA_DIR": str(tmp_path / "data"),
+            "RYSH_WORKER_LOST_SECONDS": "10",
+            "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
+            "PYTHONUNBUFFERED": "1",
+        }
         self.env.pop("ANTHROPIC_API_KEY", None)
         if os.environ.get("RYSH_WORKER_TEST_REDIS_URL"):
             self.env["REDIS_URL"] = os.environ["RYSH_WORKER_TEST_REDIS_URL"]
@@ -41,23 +47,36 @@ class Project:
         self.tmp = tmp_path
 
     def manage(self, *args, timeout=180, check=True):
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                                capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check:
             assert result.returncode == 0, result.stdout + result.stderr
         return result
 
     def query(self, code: str):
         script = "import django, json\ndjango.setup()\n" + textwrap.dedent(code)
-        out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=self.env, capture_output=True,
-                             text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-c", script], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=60
+        )
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     def start_cluster(self):
         log = open(self.tmp / f"qcluster-{len(self.clusters)}.log", "w")
-        proc = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=self.env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "qcluster"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.clusters.append(proc)
         return proc
 
@@ -131,7 +150,9 @@ def test_it_survives_a_worker_killed_mid_pass(project):
     project.manage("auto", "task", "run", str(repo / "slow.md"))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        done = project.query("from runs.models import Step\nprint(json.dumps(Step.objects.filter(status='done').count()))")
+        done = project.query(
+            "from runs.models import Step\nprint(json.dumps(Step.objects.filter(status='done').count()))"
+        )
         if done >= 2:
             break
         time.sleep(0.3)

@@ -1,5 +1,6 @@
 """Schedules (SPEC §7): recipes' schedule: kept in step by the sync, hand-made ones from the CLI,
 no backfill, headless scheduled runs, and 5 failures in a row disable one."""
+
 from datetime import timedelta
 from io import StringIO
 from zoneinfo import ZoneInfo
@@ -12,12 +13,12 @@ from django_q.conf import Conf
 from django_q.models import Schedule
 from django_q.scheduler import scheduler
 
-from schedules import services as schedules
-from runs.engine import finish_run
-from schedules.models import RecipeSchedule
-from runs.models import Run
-from schedules.services import ScheduleError, parse_when
 from catalogue.sync import recipes_sync
+from runs.engine import finish_run
+from runs.models import Run
+from schedules import services as schedules
+from schedules.models import RecipeSchedule
+from schedules.services import ScheduleError, parse_when
 from tests.recipes_git import recipe_text, work  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +30,7 @@ args: [topic]
 Write about {{{{topic}}}}.
 """
 SCRIPT = "passes:\n  - task:\n      - text: Done.\n"
-PLAIN = "---\nschedule: \"{when}\"\n---\nWrite the report.\n"
+PLAIN = '---\nschedule: "{when}"\n---\nWrite the report.\n'
 
 
 def auto(*args) -> str:
@@ -50,19 +51,22 @@ def test_parse_when():
 
 
 def test_the_sync_keeps_recipe_schedules_in_step_with_the_recipes(work):
-    work.commit("schedule it", tasks__report=PLAIN.format(when="@daily"),
-                tasks__digest=PLAIN.format(when="@every 30m"))
+    work.commit("schedule it", tasks__report=PLAIN.format(when="@daily"), tasks__digest=PLAIN.format(when="@every 30m"))
     recipes_sync()
     rows = {r.name: r for r in RecipeSchedule.objects.select_related("q")}
     assert set(rows) == {"auto-task-report", "auto-task-digest"}
     daily = rows["auto-task-report"].q
     assert (daily.func, daily.args, daily.schedule_type, daily.cron, daily.repeats) == (
-        "schedules.tasks.scheduled_run", "('auto-task-report',)", Schedule.CRON, "0 0 * * *", -1)
+        "schedules.tasks.scheduled_run",
+        "('auto-task-report',)",
+        Schedule.CRON,
+        "0 0 * * *",
+        -1,
+    )
     assert daily.next_run > timezone.now()
     assert (rows["auto-task-digest"].q.schedule_type, rows["auto-task-digest"].q.minutes) == (Schedule.MINUTES, 30)
 
-    work.commit("change and drop", tasks__report=PLAIN.format(when="0 7 * * *"),
-                tasks__digest=PLAIN.format(when="off"))
+    work.commit("change and drop", tasks__report=PLAIN.format(when="0 7 * * *"), tasks__digest=PLAIN.format(when="off"))
     recipes_sync()
     assert list(RecipeSchedule.objects.values_list("name", "when")) == [("auto-task-report", "0 7 * * *")]
     assert Schedule.objects.get(name="auto-task-report").cron == "0 7 * * *"
@@ -104,14 +108,14 @@ def test_a_due_schedule_fires_once_without_backfill_and_starts_a_headless_run(du
     due.refresh_from_db()
     assert due.last_run == run and due.last_message == f"started run #{run.pk}"
     # the next tick finds it still active: skipped, and counted
-    assert "tick skipped: run #%d is still queued" % run.pk in schedules.schedule_tick(due.name)
+    assert f"tick skipped: run #{run.pk} is still queued" in schedules.schedule_tick(due.name)
     finish_run(run, "fulfilled")
     due.refresh_from_db()
     assert due.failures == 0  # a good run resets the count
 
 
 def test_five_failures_in_a_row_disable_a_schedule(due):
-    for attempt in range(1, 6):
+    for _attempt in range(1, 6):
         said = schedules.schedule_tick(due.name)
     assert "disabled after 5 failures in a row" in said
     due.refresh_from_db()

@@ -4,6 +4,7 @@ Opens Chromium on the profile a web recipe names (`web_profile:`); you log in to
 usual and close the window. Later runs, headless, reuse that login: its cookies stay in the
 profile folder under the data directory (mode 0700) and never leave it.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,13 +21,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("profile", help="the profile name, as in a recipe's web_profile:")
         parser.add_argument("url", nargs="?", default="about:blank", help="the page to open (the site's login page)")
-        parser.add_argument("--timeout", type=float, default=0,
-                            help="close the browser after this many seconds (0: when you close the window)")
-        parser.add_argument("--headless", action="store_true",
-                            help="no window (for scripts and tests: e.g. a URL that sets a cookie)")
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=0,
+            help="close the browser after this many seconds (0: when you close the window)",
+        )
+        parser.add_argument(
+            "--headless", action="store_true", help="no window (for scripts and tests: e.g. a URL that sets a cookie)"
+        )
 
     def handle(self, *args, profile, url, timeout, headless, **options):
-        from playwright.sync_api import Error as PlaywrightError, sync_playwright  # only when a login runs
+        from playwright.sync_api import Error as PlaywrightError  # only when a login runs
+        from playwright.sync_api import sync_playwright
 
         root = settings.RYSH_PROFILES_DIR
         try:
@@ -40,16 +47,20 @@ class Command(BaseCommand):
             with sync_playwright() as playwright:
                 try:
                     context = playwright.chromium.launch_persistent_context(
-                        str(folder), **launch_options(headless=headless, executable=settings.RYSH_CHROMIUM or None))
+                        str(folder), **launch_options(headless=headless, executable=settings.RYSH_CHROMIUM or None)
+                    )
                 except PlaywrightError as exc:
-                    hint = "" if headless else " (a headed browser needs a display: run this where you can see a window)"
+                    hint = (
+                        "" if headless else " (a headed browser needs a display: run this where you can see a window)"
+                    )
                     raise CommandError(f"could not start Chromium: {str(exc).splitlines()[0]}{hint}") from None
                 page = context.pages[0] if context.pages else context.new_page()
                 if url != "about:blank":
                     page.goto(url)
                 self.stdout.write(f"profile {profile!r} is open at {url} ({folder}).")
-                self.stdout.write("Log in, then close the browser window" +
-                                  (f" (or wait {timeout:g}s)" if timeout else "") + ".")
+                self.stdout.write(
+                    "Log in, then close the browser window" + (f" (or wait {timeout:g}s)" if timeout else "") + "."
+                )
                 self._wait(context, timeout)
                 context.close()
         finally:

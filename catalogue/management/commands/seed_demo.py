@@ -4,6 +4,7 @@ the recipe catalogue, the every-minute sync schedule, and a login.
 Idempotent: an existing repository or any existing user is left alone; the sync and the
 schedule are safe to repeat.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -51,8 +52,11 @@ class Command(BaseCommand):
             return
         shutil.copytree(DEMO_SOURCE, repo)
         branch = settings.RYSH_RECIPES_BRANCH
-        for command in (["init", "-q", "-b", branch], ["add", "-A"],
-                        [*GIT_AUTHOR, "commit", "-q", "-m", "Demo recipes"]):
+        for command in (
+            ["init", "-q", "-b", branch],
+            ["add", "-A"],
+            [*GIT_AUTHOR, "commit", "-q", "-m", "Demo recipes"],
+        ):
             subprocess.run(["git", "-C", str(repo), *command], check=True)
         self.stdout.write(f"recipes: created the demo repository at {repo}")
 

@@ -4,6 +4,7 @@ Prints one line, `synced: <recipes> recipes, <changed> changed, <invalid> invali
 Exit 0, also when recipes are invalid (they are listed with their errors in the dashboard);
 exit 1 only when the repository itself cannot be read.
 """
+
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError

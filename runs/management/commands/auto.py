@@ -3,6 +3,7 @@
 Targets are recipe names (the active or latest run of that recipe), paths to recipe
 files for `run` and `check`, or run ids written `#12` or `12`.
 """
+
 from __future__ import annotations
 
 import time
@@ -14,45 +15,64 @@ from django.core.management.base import BaseCommand, CommandError
 from agents import profiles
 from agents.browser import BROWSER_TOOL_NAMES
 from agents.task_tools import HTTP_TOOL, RESULT_TOOLS
-from runs import services
-from schedules import services as schedule_services
-from schedules.models import RecipeSchedule
-from runs.judge import REPORT_NAME
-from runs.models import Run, RunEvent
-from runs.models import ACTIVE_STATES, RunState
-from catalogue.plan_report import plan_lines
-from catalogue.recipe import RecipeError, load_recipe, unfilled_placeholders
-from runs.status import live_rows
-from catalogue.workdir import find_recipe
 from budgets.plan import resolve
 from budgets.units import format_tokens
+from catalogue.plan_report import models_for, plan_lines
+from catalogue.recipe import RecipeError, load_recipe, unfilled_placeholders
+from catalogue.spec import Kind
+from catalogue.workdir import find_recipe
+from runs import services
+from runs.judge import REPORT_NAME
+from runs.models import ACTIVE_STATES, Run, RunEvent, RunState
+from runs.selectors import live_rows
+from schedules import services as schedule_services
+from schedules.models import RecipeSchedule
 
-ACTIONS = ["run", "status", "stop", "cancel", "continue", "resume", "land", "results", "history", "check",
-           "approve", "reject", "schedule", "profile"]
+ACTIONS = [
+    "run",
+    "status",
+    "stop",
+    "cancel",
+    "continue",
+    "resume",
+    "land",
+    "results",
+    "history",
+    "check",
+    "approve",
+    "reject",
+    "schedule",
+    "profile",
+]
 OVERRIDE_OPTIONS = ["budget", "steps", "duration", "passes", "total", "total_duration", "takeover_when"]
 SUCCESS_CAUSES = ("fulfilled", "done")
 
 
 class Command(BaseCommand):
-    help = ("Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|resume|land|"
-            "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
-            "auto <kind> schedule add|list|rm|enable|disable ...; auto web profile list|rm [NAME]")
+    help = (
+        "Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|resume|land|"
+        "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
+        "auto <kind> schedule add|list|rm|enable|disable ...; auto web profile list|rm [NAME]"
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=["web", "task"])
+        parser.add_argument("kind", choices=[kind.value for kind in Kind])
         parser.add_argument("action", choices=ACTIONS)
         parser.add_argument("target", nargs="?", help="recipe name, recipe file, or run id (#12)")
         parser.add_argument("recipe_args", nargs="*", metavar="ARGS")
         parser.add_argument("--dry-run", action="store_true", help="print the resolved prompt and plan; change nothing")
-        parser.add_argument("--wait", action="store_true", help="block until the run ends; exit 0 for fulfilled/done, 2 otherwise")
+        parser.add_argument(
+            "--wait", action="store_true", help="block until the run ends; exit 0 for fulfilled/done, 2 otherwise"
+        )
         parser.add_argument("--headless", action="store_true", default=True)
         parser.add_argument("--headed", dest="headless", action="store_false")
         parser.add_argument("--provider", choices=["auto", "anthropic", "scripted"])
         parser.add_argument("--limit", type=int, default=20)
         parser.add_argument("--tz", help="schedule add: the timezone the cron is read in (default TIME_ZONE)")
         for name in OVERRIDE_OPTIONS:
-            parser.add_argument(f"--{name.replace('_', '-')}", dest=f"override_{name}",
-                                help=f"per-run override of {name}")
+            parser.add_argument(
+                f"--{name.replace('_', '-')}", dest=f"override_{name}", help=f"per-run override of {name}"
+            )
 
     def handle(self, *args, kind, action, target, recipe_args, **options):
         self.kind = kind
@@ -75,12 +95,15 @@ class Command(BaseCommand):
                 self.stderr.write(str(issue))
             raise CommandError(f"{len(exc.issues)} error(s) in {target}") from None
         plan = resolve(spec.do, spec.loop_while)
-        executor = spec.executor_model or settings.RYSH_EXECUTOR_MODEL
-        for line in plan_lines(spec, plan, executor=executor, judge=spec.judge or settings.RYSH_JUDGE_MODEL):
+        executor, judge = models_for(spec)
+        for line in plan_lines(spec, plan, executor=executor, judge=judge):
             self.stdout.write(line)
-        warnings = [*spec.warnings, *plan.warnings,
-                    *unfilled_placeholders(spec, recipe_args if recipe_args else None),
-                    *_approve_warnings(spec)]
+        warnings = [
+            *spec.warnings,
+            *plan.warnings,
+            *unfilled_placeholders(spec, recipe_args if recipe_args else None),
+            *_approve_warnings(spec),
+        ]
         if warnings:
             self.stdout.write("warnings:")
             for warning in warnings:
@@ -89,9 +112,15 @@ class Command(BaseCommand):
 
     def do_run(self, target, recipe_args, options):
         overrides = {k: options[f"override_{k}"] for k in OVERRIDE_OPTIONS if options[f"override_{k}"]}
-        result = services.run_start(kind=self.kind, name_or_path=target, args=recipe_args,
-                                    headless=options["headless"], overrides=overrides,
-                                    provider=options["provider"], dry_run=options["dry_run"])
+        result = services.run_start(
+            kind=self.kind,
+            name_or_path=target,
+            args=recipe_args,
+            headless=options["headless"],
+            overrides=overrides,
+            provider=options["provider"],
+            dry_run=options["dry_run"],
+        )
         if isinstance(result, services.DryRun):
             for line in result.lines:
                 self.stdout.write(line)
@@ -108,7 +137,9 @@ class Command(BaseCommand):
             self._wait(run)
 
     def _started(self, run: Run, resumed: Run | None = None):
-        how = " (OFFLINE: scripted demo model, not Claude)" if run.provider == "scripted" else f" on {run.executor_model}"
+        how = (
+            " (OFFLINE: scripted demo model, not Claude)" if run.provider == "scripted" else f" on {run.executor_model}"
+        )
         also = f", resuming run #{resumed.pk}" if resumed else ""
         self.stdout.write(f"run #{run.pk} queued: {run.target}{how}{also}")
         self.stdout.write(f"results: {run.output_dir}")
@@ -125,8 +156,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"report: {Path(run.output_dir) / REPORT_NAME}")
                 raise SystemExit(0 if run.cause in SUCCESS_CAUSES else 2)
             if run.state == RunState.PAUSED:
-                self.stdout.write(f"run #{run.pk} is {run.state_label}; "
-                                  f"`auto {run.kind} continue {run.name}` picks it up")
+                self.stdout.write(
+                    f"run #{run.pk} is {run.state_label}; `auto {run.kind} continue {run.name}` picks it up"
+                )
                 raise SystemExit(2)
             time.sleep(0.3)
 
@@ -149,13 +181,19 @@ class Command(BaseCommand):
 
     def do_approve(self, target, recipe_args, options):
         run = self._run(target)
-        self.stdout.write(services.approval_answer(approval=services.pending_approval(run), user=None,
-                                                   approved=True, reason=" ".join(recipe_args)))
+        self.stdout.write(
+            services.approval_answer(
+                approval=services.pending_approval(run), user=None, approved=True, reason=" ".join(recipe_args)
+            )
+        )
 
     def do_reject(self, target, recipe_args, options):
         run = self._run(target)
-        self.stdout.write(services.approval_answer(approval=services.pending_approval(run), user=None,
-                                                   approved=False, reason=" ".join(recipe_args)))
+        self.stdout.write(
+            services.approval_answer(
+                approval=services.pending_approval(run), user=None, approved=False, reason=" ".join(recipe_args)
+            )
+        )
 
     def do_schedule(self, target, recipe_args, options):
         """auto <kind> schedule add NAME WHEN RECIPE [ARGS…] [--tz TZ] | list | rm|enable|disable NAME"""
@@ -168,15 +206,21 @@ class Command(BaseCommand):
                     raise CommandError(f'auto {self.kind} schedule add NAME "WHEN" RECIPE [ARGS...] [--tz TZ]')
                 name, when, recipe, *args = recipe_args
                 services.recipe_source(kind=self.kind, name_or_path=recipe)  # refuses an unknown recipe now
-                row = schedule_services.schedule_add(name=name, kind=self.kind, recipe=recipe, args=args, when=when,
-                                             tz=options["tz"] or "")
-                self.stdout.write(f"schedule {row.name}: {row.command} at {row.when}"
-                                  f" ({row.timezone or settings.TIME_ZONE}); next run {row.q.next_run:%Y-%m-%d %H:%M} UTC")
+                row = schedule_services.schedule_add(
+                    name=name, kind=self.kind, recipe=recipe, args=args, when=when, tz=options["tz"] or ""
+                )
+                self.stdout.write(
+                    f"schedule {row.name}: {row.command} at {row.when}"
+                    f" ({row.timezone or settings.TIME_ZONE}); next run {row.q.next_run:%Y-%m-%d %H:%M} UTC"
+                )
                 return
             if sub not in ("rm", "enable", "disable") or len(recipe_args) != 1:
                 raise CommandError(f"auto {self.kind} schedule add|list|rm|enable|disable [NAME]")
-            action = {"rm": schedule_services.schedule_remove, "enable": schedule_services.schedule_enable,
-                      "disable": schedule_services.schedule_disable}[sub]
+            action = {
+                "rm": schedule_services.schedule_remove,
+                "enable": schedule_services.schedule_enable,
+                "disable": schedule_services.schedule_disable,
+            }[sub]
             self.stdout.write(action(name=recipe_args[0]))
         except schedule_services.ScheduleError as exc:
             raise CommandError(str(exc)) from None
@@ -188,26 +232,46 @@ class Command(BaseCommand):
             return
         table = [("name", "origin", "command", "when", "timezone", "next run (UTC)", "state", "failures", "last")]
         for r in rows:
-            table.append((r.name, r.origin, r.command, r.when, r.timezone or settings.TIME_ZONE,
-                          f"{r.q.next_run:%Y-%m-%d %H:%M}" if r.enabled and r.q.next_run else "-",
-                          "enabled" if r.enabled else "disabled", str(r.failures),
-                          (r.disabled_reason or r.last_message)[:60]))
+            table.append(
+                (
+                    r.name,
+                    r.origin,
+                    r.command,
+                    r.when,
+                    r.timezone or settings.TIME_ZONE,
+                    f"{r.q.next_run:%Y-%m-%d %H:%M}" if r.enabled and r.q.next_run else "-",
+                    "enabled" if r.enabled else "disabled",
+                    str(r.failures),
+                    (r.disabled_reason or r.last_message)[:60],
+                )
+            )
         self._table(table)
 
     def do_profile(self, target, recipe_args, options):
 
-        if self.kind != "web":
+        if self.kind != Kind.WEB:
             raise CommandError("browser profiles belong to web recipes: auto web profile list|rm NAME")
         sub = target or "list"
         if sub == "list":
             rows = profiles.profiles_list()
             if not rows:
-                self.stdout.write(f"no browser profiles yet in {settings.RYSH_PROFILES_DIR} "
-                                  "(a web run or `manage.py web_login NAME URL` creates one)")
+                self.stdout.write(
+                    f"no browser profiles yet in {settings.RYSH_PROFILES_DIR} "
+                    "(a web run or `manage.py web_login NAME URL` creates one)"
+                )
                 return
-            self._table([("profile", "size", "last used", "in use")] + [
-                (r["name"], f"{r['bytes'] / 1e6:.1f} MB", f"{r['used']:%Y-%m-%d %H:%M}", "yes" if r["in_use"] else "no")
-                for r in rows])
+            self._table(
+                [("profile", "size", "last used", "in use")]
+                + [
+                    (
+                        r["name"],
+                        f"{r['bytes'] / 1e6:.1f} MB",
+                        f"{r['used']:%Y-%m-%d %H:%M}",
+                        "yes" if r["in_use"] else "no",
+                    )
+                    for r in rows
+                ]
+            )
         elif sub in ("rm", "delete"):
             if len(recipe_args) != 1:
                 raise CommandError("auto web profile rm NAME")
@@ -232,8 +296,9 @@ class Command(BaseCommand):
             latest = runs.order_by("-created_at", "-id").first()
             if latest is None:
                 raise CommandError(f"{self.kind}/{target} has no runs")
-            raise CommandError(f"{self.kind}/{target} has no active run; its latest, #{latest.pk}, "
-                               f"finished ({latest.cause})")
+            raise CommandError(
+                f"{self.kind}/{target} has no active run; its latest, #{latest.pk}, finished ({latest.cause})"
+            )
         return run
 
     # -- reading -----------------------------------------------------------------------
@@ -246,10 +311,35 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write(f"no active {self.kind} runs")
             return
-        header = ("run", "recipe", "pass", "state", "started", "deadline", "verdict", "tokens", "cache", "headless", "model")
-        table = [header] + [(f"#{r.run.pk}", r.run.target, r.pass_label, r.state, r.started_ago, r.deadline,
-                             r.verdict, r.budget_text, r.cache, "yes" if r.run.headless else "no",
-                             r.provider_note) for r in rows]
+        header = (
+            "run",
+            "recipe",
+            "pass",
+            "state",
+            "started",
+            "deadline",
+            "verdict",
+            "tokens",
+            "cache",
+            "headless",
+            "model",
+        )
+        table = [header] + [
+            (
+                f"#{r.run.pk}",
+                r.run.target,
+                r.pass_label,
+                r.state,
+                r.started_ago,
+                r.deadline,
+                r.verdict,
+                r.budget_text,
+                r.cache,
+                "yes" if r.run.headless else "no",
+                r.provider_note,
+            )
+            for r in rows
+        ]
         self._table(table)
 
     def do_history(self, target, recipe_args, options):
@@ -258,10 +348,20 @@ class Command(BaseCommand):
             runs = runs.filter(name=target)
         runs = runs.order_by("-ended_at")[: options["limit"]]
         header = ("ended", "run", "kind", "recipe", "duration", "passes", "tokens", "cost", "cause")
-        table = [header] + [(f"{r.ended_at:%Y-%m-%d %H:%M}", f"#{r.pk}", r.kind, r.name, r.duration_text,
-                             str(r.pass_number), format_tokens(r.tokens_counted),
-                             "-" if r.cost is None else f"${r.cost:.4f}",
-                             r.cause + (" [scripted]" if r.provider == "scripted" else "")) for r in runs]
+        table = [header] + [
+            (
+                f"{r.ended_at:%Y-%m-%d %H:%M}",
+                f"#{r.pk}",
+                r.kind,
+                r.name,
+                r.duration_text,
+                str(r.pass_number),
+                format_tokens(r.tokens_counted),
+                "-" if r.cost is None else f"${r.cost:.4f}",
+                r.cause + (" [scripted]" if r.provider == "scripted" else ""),
+            )
+            for r in runs
+        ]
         if len(table) == 1:
             self.stdout.write(f"no finished {self.kind} runs")
             return
@@ -270,8 +370,15 @@ class Command(BaseCommand):
     def do_results(self, target, recipe_args, options):
         run = self._run(target, states=None)
         folder = Path(run.output_dir)
-        files = sorted((p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")),
-                       key=lambda p: p.stat().st_mtime_ns, reverse=True) if folder.is_dir() else []
+        files = (
+            sorted(
+                (p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")),
+                key=lambda p: p.stat().st_mtime_ns,
+                reverse=True,
+            )
+            if folder.is_dir()
+            else []
+        )
         self.stdout.write(f"results of {run.target} in {folder} (newest first):")
         for path in files:
             self.stdout.write(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes")
@@ -286,6 +393,9 @@ class Command(BaseCommand):
 
 def _approve_warnings(spec) -> list[str]:
     """`approve:` entries that name no tool of this kind of recipe would never hold anything."""
-    known = {t["name"] for t in RESULT_TOOLS} | (BROWSER_TOOL_NAMES if spec.kind == "web" else {HTTP_TOOL["name"]})
-    return [f"approve: {entry!r} names no {spec.kind} tool ({', '.join(sorted(known))}), so it never holds anything"
-            for entry in spec.approve if entry.partition(":")[0].strip() not in known]
+    known = {t["name"] for t in RESULT_TOOLS} | (BROWSER_TOOL_NAMES if spec.kind == Kind.WEB else {HTTP_TOOL["name"]})
+    return [
+        f"approve: {entry!r} names no {spec.kind} tool ({', '.join(sorted(known))}), so it never holds anything"
+        for entry in spec.approve
+        if entry.partition(":")[0].strip() not in known
+    ]

@@ -2,6 +2,7 @@
 
 The same sweep runs every minute as a django-q2 schedule; this command runs it now.
 """
+
 from django.core.management.base import BaseCommand
 
 from runs.services import runs_sweep_lost

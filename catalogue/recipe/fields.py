@@ -1,0 +1,362 @@
+"""The recipe's fields: which keys exist where, and one reader per frontmatter field or block
+(SPEC §1–§4). Each reader takes the Reader, a YAML node and the key's dotted path, and returns
+the value or None after recording why it refused.
+
+Pure: stdlib + PyYAML, no Django, no I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+import posixpath
+import re
+
+import yaml
+
+from budgets.units import UnitError, parse_duration
+from catalogue.recipe.placeholders import BUILTIN_PLACEHOLDERS
+from catalogue.recipe.reader import BAD, NULL_TAG, Reader
+from catalogue.spec import FOLDERS, KINDS, MAX_INTERVAL, DoSpec, Kind, WhileSpec
+
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
+
+# --- the schema: which keys exist where -------------------------------------------------
+
+_TOP_KEYS = (
+    "description",
+    "kind",
+    "web_profile",
+    "url",
+    "web_read",
+    "record",
+    "args",
+    "output_dir",
+    "schedule",
+    "loop",
+    "step",
+    "approve",
+    "allowed_domains",
+    "model",
+    "judge_model",
+)
+_WEB_ONLY = ("web_profile", "url", "web_read", "record", "allowed_domains")
+_LOOP_KEYS = ("do", "while")
+_DO_KEYS = ("interval", "max_iterations", "max_duration", "auto_continue", "budget", "model")
+_DO_BUDGET_KEYS = ("size", "watch")
+_WATCH_KEYS = ("takeover_when", "takeover_prompt")
+_WHILE_KEYS = ("enabled", "max_iterations", "max_duration", "budget", "prompts", "judge_model")
+_WHILE_BUDGET_KEYS = ("size",)
+_PROMPTS_KEYS = ("until", "iterate_with")
+
+# Where each mapping sits, so a key put at the wrong level can be pointed home
+# (`until:` directly under `loop.while` is the classic slip). Legacy `step` is left out
+# on purpose: nobody should be sent there.
+HOMES = {
+    "": _TOP_KEYS,
+    "loop": _LOOP_KEYS,
+    "loop.do": _DO_KEYS,
+    "loop.do.budget": _DO_BUDGET_KEYS,
+    "loop.do.budget.watch": _WATCH_KEYS,
+    "loop.while": _WHILE_KEYS,
+    "loop.while.budget": _WHILE_BUDGET_KEYS,
+    "loop.while.prompts": _PROMPTS_KEYS,
+}
+
+_ARG_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_HOST_RE = re.compile(r"(\*\.)?(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\Z", re.IGNORECASE)
+# a web address, or a path on this dashboard's own site (RYSH_SITE_URL), such as /demo-site/
+_URL_RE = re.compile(r"(https?://\S+|/(?!/)\S*)\Z", re.IGNORECASE)
+_CRON_FIELD_RE = re.compile(r"[0-9A-Za-z*/,\-]+\Z")
+_SCHEDULE_MACROS = ("@hourly", "@daily", "@weekly", "@monthly")
+_SCHEDULE_EXPECTED = 'off, @hourly, @daily, @weekly, @monthly, "@every <duration>" or 5 cron fields such as "0 7 * * *"'
+_NAME_EXPECTED = "lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+# --- the recipe's top level -----------------------------------------------------------------
+
+
+def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg: str | None) -> dict:
+    """RecipeSpec keyword arguments (all but path and prompt); issues go to `r`."""
+    kind = _resolve_kind(r, path, kind_arg, keys.get("kind"))
+    name = _resolve_name(r, path, name_arg)
+    if kind is Kind.TASK:
+        for key in _WEB_ONLY:
+            if key in keys:
+                r.add(keys[key], key, "applies to web recipes only (this is a task recipe)")
+        keys = {key: node for key, node in keys.items() if key not in _WEB_ONLY}
+    values = r.read_keys(
+        keys,
+        "",
+        {
+            "description": r.text,
+            "web_profile": functools.partial(
+                r.matching, pattern=NAME_RE, what=f"a browser profile name ({_NAME_EXPECTED})"
+            ),
+            "url": functools.partial(
+                r.matching,
+                pattern=_URL_RE,
+                what="a web address starting with http:// or https:// (or a path on this dashboard, starting with /)",
+            ),
+            "web_read": functools.partial(r.choice, options=("text", "screenshot")),
+            "record": r.boolean,
+            "args": functools.partial(_read_arg_names, r),
+            "output_dir": functools.partial(_read_output_dir, r),
+            "schedule": functools.partial(_read_schedule, r),
+            "approve": functools.partial(_read_tool_names, r),
+            "allowed_domains": functools.partial(_read_domains, r),
+            "model": r.text,
+            "judge_model": r.text,
+        },
+    )
+    do, loop_while, warnings = _read_loop(r, keys)
+    if kind is not None and name is not None:
+        values.setdefault("output_dir", default_output_dir(kind, name))
+    return {**values, "kind": kind, "name": name, "do": do, "loop_while": loop_while, "warnings": tuple(warnings)}
+
+
+def default_output_dir(kind: str, name: str) -> str:
+    return f"{Kind(kind).folder}/{name}/results"
+
+
+def _resolve_kind(r: Reader, path: str, kind_arg: str | None, node: yaml.Node | None) -> Kind | None:
+    claims: list[tuple[Kind, str]] = []  # (kind, who says so)
+    refused = False
+    if kind_arg is not None:
+        kind = _kind_called(kind_arg)
+        if kind is not None:
+            claims.append((kind, f"the command asks for a {kind} recipe"))
+        else:
+            r.add(None, "kind", f"expected {' or '.join(Kind)}, got {kind_arg!r}")
+            refused = True
+    folder = _automation_folder(path)
+    if folder is not None:
+        claims.append((Kind.of_folder(folder), f"the file is under .rysh/automations/{folder}"))
+    if node is not None:
+        word = r.choice(node, "kind", tuple(Kind))
+        if word is None:
+            refused = True
+        else:
+            claims.append((Kind(word), f"the file says kind: {word}"))
+    kinds = {kind for kind, _ in claims}
+    if len(kinds) > 1:
+        r.add(node, "kind", "the kinds disagree: " + "; ".join(who for _, who in claims))
+        return None
+    if not kinds and not refused and not r.broken:
+        r.add(
+            None,
+            "kind",
+            "cannot tell the kind: put the file under .rysh/automations/webs or tasks, or set kind: web|task",
+        )
+    return kinds.pop() if kinds else None
+
+
+def _kind_called(word: str) -> Kind | None:
+    """The kind a command asked for: `web`/`task`, or a folder name (`webs`/`tasks`)."""
+    if word in FOLDERS:
+        return Kind(word)
+    return KINDS.get(word)
+
+
+def _automation_folder(path: str) -> str | None:
+    """`webs`/`tasks` when the path runs through `.rysh/automations/<folder>/`."""
+    parts = pathlib.PurePath(path).parts
+    for index in range(len(parts) - 3):
+        if parts[index : index + 2] == (".rysh", "automations") and parts[index + 2] in KINDS:
+            return parts[index + 2]
+    return None
+
+
+def _resolve_name(r: Reader, path: str, name_arg: str | None) -> str | None:
+    name = name_arg if name_arg is not None else pathlib.PurePath(path).stem
+    if NAME_RE.match(name):
+        return name
+    fix = "" if name_arg is not None else "; rename the file"
+    r.add(None, "name", f"expected a recipe name of {_NAME_EXPECTED}, got {name!r}{fix}")
+    return None
+
+
+# --- top-level fields -----------------------------------------------------------------------
+
+
+def _read_arg_names(r: Reader, node, field) -> tuple[str, ...] | None:
+    items = r.items(node, field, "argument names")
+    if items is None:
+        return None
+    names: list[str] = []
+    for item, value in items:
+        if value is BAD:
+            continue
+        if not isinstance(value, str) or not _ARG_RE.match(value):
+            r.expected(item, field, "an argument name of letters, digits and _ (not starting with a digit)")
+        elif value in BUILTIN_PLACEHOLDERS or re.fullmatch(r"arg[0-9]+", value):
+            r.add(item, field, f"{value!r} is a built-in placeholder: pick another name")
+        elif value in names:
+            r.add(item, field, f"argument {value!r} is listed twice")
+        else:
+            names.append(value)
+    return tuple(names)
+
+
+def _read_tool_names(r: Reader, node, field) -> tuple[str, ...] | None:
+    items = r.items(node, field, "tool names")
+    if items is None:
+        return None
+    names = []
+    for item, value in items:
+        if isinstance(value, str) and value.strip():
+            names.append(value.strip())
+        elif value is not BAD:
+            r.expected(item, field, "a tool name")
+    return tuple(names)
+
+
+def _read_domains(r: Reader, node, field) -> tuple[str, ...] | None:
+    """Host names, stored lowercased (hosts are case-insensitive)."""
+    items = r.items(node, field, "host names")
+    if items is None:
+        return None
+    hosts = []
+    for item, value in items:
+        if isinstance(value, str) and _HOST_RE.match(value):
+            hosts.append(value.lower())
+        elif value is not BAD:
+            r.expected(item, field, "a host name such as example.com or *.example.com")
+    return tuple(hosts)
+
+
+def _read_output_dir(r: Reader, node, field) -> str | None:
+    """A relative path that stays inside the results root, normalised with '/'."""
+    value = r.text(node, field)
+    if value is None:
+        return None
+    # Backslashes count as separators so `..\\x` cannot slip past on any platform.
+    normal = posixpath.normpath(value.replace("\\", "/"))
+    if "\x00" in value:
+        r.expected(node, field, "a folder path without NUL characters")
+    elif normal.startswith("/") or re.match(r"[A-Za-z]:", value):
+        r.add(node, field, f"expected a folder relative to the results root, got {value!r} (an absolute path)")
+    elif normal == ".." or normal.startswith("../"):
+        r.add(node, field, f"{value!r} climbs out of the results root with '..': output_dir must stay inside it")
+    else:
+        return normal
+    return None
+
+
+def _read_schedule(r: Reader, node, field) -> str | None:
+    if not isinstance(node, yaml.ScalarNode) or node.tag == NULL_TAG:
+        r.expected(node, field, _SCHEDULE_EXPECTED)
+        return None
+    # The raw text, not the YAML value: YAML reads a bare `off` as false.
+    text = " ".join(node.value.split())
+    lowered = text.lower()
+    if lowered in ("off", "none"):
+        return "off"
+    if lowered in _SCHEDULE_MACROS:
+        return lowered
+    if lowered.startswith("@every"):
+        duration = text[len("@every") :].strip()
+        try:
+            parse_duration(duration)
+        except UnitError as exc:
+            r.add(node, field, f"@every needs a duration: {exc}")
+            return None
+        return f"@every {duration}"
+    fields = text.split(" ")
+    if len(fields) == 5 and all(_CRON_FIELD_RE.match(part) for part in fields):
+        return text
+    r.expected(node, field, _SCHEDULE_EXPECTED)
+    return None
+
+
+# --- the loop -------------------------------------------------------------------------------
+
+
+def _read_loop(r: Reader, keys: dict) -> tuple[DoSpec, WhileSpec, list[str]]:
+    loop = (r.mapping(keys["loop"], "loop", _LOOP_KEYS) if "loop" in keys else None) or {}
+    do = _read_do(r, loop["do"], "loop.do") if "do" in loop else DoSpec()
+    warnings = []
+    if "step" in keys:
+        # Legacy `step` is still validated: garbage in the file is an error even if unused.
+        legacy = _read_do(r, keys["step"], "step")
+        if "do" in loop:
+            warnings.append("step is ignored: loop.do is present")
+        else:
+            do = legacy
+    loop_while = _read_while(r, loop["while"], "loop.while") if "while" in loop else WhileSpec()
+    return do, loop_while, warnings
+
+
+def _read_do(r: Reader, node, field: str) -> DoSpec:
+    keys = r.mapping(node, field, _DO_KEYS)
+    if keys is None:
+        return DoSpec()
+    values = r.read_keys(
+        keys,
+        field,
+        {
+            "interval": functools.partial(r.whole, low=1, high=MAX_INTERVAL),
+            "max_iterations": functools.partial(r.whole, low=1),
+            "max_duration": r.duration,
+            "auto_continue": r.boolean,
+            "model": r.text,
+        },
+    )
+    if "budget" in keys:
+        values.update(_read_do_budget(r, keys["budget"], f"{field}.budget"))
+    return DoSpec(**values)
+
+
+def _read_do_budget(r: Reader, node, field: str) -> dict:
+    """DoSpec keywords from `budget:` — a mapping, or just a size (`budget: 4b`) like while's."""
+    if isinstance(node, yaml.ScalarNode):
+        size = r.tokens(node, field)
+        return {} if size is None else {"budget_size": size}
+    keys = r.mapping(node, field, _DO_BUDGET_KEYS)
+    if keys is None:
+        return {}
+    values = {}
+    if "size" in keys and (size := r.tokens(keys["size"], f"{field}.size")) is not None:
+        values["budget_size"] = size
+    if "watch" in keys and (watch := r.mapping(keys["watch"], f"{field}.watch", _WATCH_KEYS)):
+        values.update(
+            r.read_keys(
+                watch,
+                f"{field}.watch",
+                {
+                    "takeover_when": functools.partial(r.whole, low=10, high=99),
+                    "takeover_prompt": r.text,
+                },
+            )
+        )
+    return values
+
+
+def _read_while(r: Reader, node, field: str) -> WhileSpec:
+    keys = r.mapping(node, field, _WHILE_KEYS)
+    if keys is None:
+        return WhileSpec()
+    values = r.read_keys(
+        keys,
+        field,
+        {
+            "enabled": r.boolean,
+            "max_iterations": functools.partial(r.whole, low=1),
+            "max_duration": r.duration,
+            "budget": functools.partial(_read_while_budget, r),
+            "judge_model": r.text,
+        },
+    )
+    if "prompts" in keys and (prompts := r.mapping(keys["prompts"], f"{field}.prompts", _PROMPTS_KEYS)):
+        values.update(r.read_keys(prompts, f"{field}.prompts", {"until": r.text, "iterate_with": r.text}))
+    return WhileSpec(**values)
+
+
+def _read_while_budget(r: Reader, node, field: str) -> int | None:
+    """`budget: 20b` or `budget: {size: 20b}`."""
+    if isinstance(node, yaml.ScalarNode):
+        return r.tokens(node, field)
+    keys = r.mapping(node, field, _WHILE_BUDGET_KEYS)
+    if keys and "size" in keys:
+        return r.tokens(keys["size"], f"{field}.size")
+    return None

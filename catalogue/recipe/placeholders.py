@@ -1,0 +1,84 @@
+"""Placeholders in a recipe's prompts (SPEC §1): `{{args}}`, `{{arg1}}`…, `{{<name>}}` by
+position in `args:`, and `{{output_dir}}` / `{{results_dir}}`. Pure."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from catalogue.spec import RecipeSpec
+
+BUILTIN_PLACEHOLDERS = ("args", "output_dir", "results_dir")
+
+_PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_POSITIONAL_RE = re.compile(r"arg([1-9][0-9]{0,5})\Z")  # bounded: int() of huge digit runs fails
+
+
+def placeholders(text: str) -> list[str]:
+    """Names used as `{{ name }}` in `text`, each once, in order of first use."""
+    return list(dict.fromkeys(_PLACEHOLDER_RE.findall(text)))
+
+
+def render(template: str, *, spec: RecipeSpec, args: Sequence[str], output_dir: str) -> str:
+    """Fill the placeholders of SPEC §1; a missing argument becomes "".
+
+    Unknown names are left exactly as written. One pass only: an argument whose
+    value itself contains `{{...}}` is not expanded again.
+    """
+    args = list(args)
+
+    def fill(match: re.Match[str]) -> str:
+        value = _fill(match[1], spec, args, output_dir)
+        return match[0] if value is None else value
+
+    return _PLACEHOLDER_RE.sub(fill, template)
+
+
+def unfilled_placeholders(spec: RecipeSpec, args: Sequence[str] | None) -> list[str]:
+    """Warnings for `check`: placeholders nothing fills, and (given args) missing arguments."""
+    texts = (
+        ("prompt", spec.prompt),
+        ("takeover_prompt", spec.do.takeover_prompt),
+        ("until", spec.loop_while.until),
+        ("iterate_with", spec.loop_while.iterate_with),
+    )
+    warnings = []
+    for where, text in texts:
+        for name in placeholders(text or ""):
+            if not _is_known(name, spec):
+                warnings.append(f"{{{{{name}}}}} in {where} is not a known placeholder: nothing fills it")
+            elif args is not None and _is_missing(name, spec, args):
+                warnings.append(f'{{{{{name}}}}} in {where}: no argument given, it becomes ""')
+    return warnings
+
+
+def _arg_index(name: str, spec: RecipeSpec) -> int | None:
+    """Position of an argument placeholder (`arg2` -> 1, a named arg -> its place)."""
+    positional = _POSITIONAL_RE.match(name)
+    if positional:
+        return int(positional[1]) - 1
+    if name in spec.args:
+        return spec.args.index(name)
+    return None
+
+
+def _fill(name: str, spec: RecipeSpec, args: list[str], output_dir: str) -> str | None:
+    if name == "args":
+        return " ".join(args)
+    if name in ("output_dir", "results_dir"):
+        return output_dir
+    index = _arg_index(name, spec)
+    if index is None:
+        return None
+    return args[index] if index < len(args) else ""
+
+
+def _is_known(name: str, spec: RecipeSpec) -> bool:
+    return name in BUILTIN_PLACEHOLDERS or _arg_index(name, spec) is not None
+
+
+def _is_missing(name: str, spec: RecipeSpec, args: Sequence[str]) -> bool:
+    if name == "args":
+        return not args
+    index = _arg_index(name, spec)
+    return index is not None and index >= len(args)

@@ -1,0 +1,92 @@
+"""The read side of the catalogue (HackSoft selectors): the recipe list, a recipe's versions,
+runs and plan. Nothing here writes; the pages call these, sync and the editor write."""
+
+from __future__ import annotations
+
+from django.db.models import OuterRef, Q, QuerySet, Subquery
+
+from budgets.plan import resolve
+from catalogue.models import Recipe, RecipeVersion
+from catalogue.plan_report import models_for, plan_lines
+from catalogue.recipe import RecipeError, parse_recipe
+from catalogue.spec import FOLDERS, RecipeSpec
+from runs.models import Run
+
+RECENT_RUNS = 20
+
+
+def recipe_catalogue(*, kind: str = "", q: str = "") -> QuerySet[Recipe]:
+    """Every active recipe with what the list shows, in a constant number of queries: the
+    versions' texts stay in the database, the plan numbers were computed at sync."""
+    last_run = Run.objects.filter(recipe=OuterRef("pk")).order_by("-created_at", "-id")
+    recipes = (
+        Recipe.objects.filter(archived=False)
+        .select_related("latest", "good")
+        .defer("latest__text", "good__text", "latest__message", "good__message")
+        .annotate(
+            last_run_id=Subquery(last_run.values("id")[:1]),
+            last_run_state=Subquery(last_run.values("state")[:1]),
+            last_run_pause=Subquery(last_run.values("pause_reason")[:1]),
+            last_run_cause=Subquery(last_run.values("cause")[:1]),
+        )
+        .order_by("kind", "name")
+    )
+    if kind in FOLDERS:
+        recipes = recipes.filter(kind=kind)
+    if q:
+        recipes = recipes.filter(
+            Q(name__icontains=q) | Q(good__spec__description__icontains=q) | Q(latest__spec__description__icontains=q)
+        )
+    return recipes
+
+
+def recipe_versions(recipe: Recipe) -> QuerySet[RecipeVersion]:
+    """Newest first, without the texts (a list of versions never shows them)."""
+    return recipe.versions.defer("text", "spec").order_by("-id")
+
+
+def recipe_version_before(version: RecipeVersion) -> RecipeVersion | None:
+    """The version of the same recipe just before this one (None: this one created it)."""
+    return RecipeVersion.objects.filter(recipe_id=version.recipe_id, id__lt=version.id).order_by("-id").first()
+
+
+def recipe_runs_recent(recipe: Recipe, *, limit: int = RECENT_RUNS) -> list[Run]:
+    return list(
+        Run.objects.filter(recipe=recipe)
+        .only(
+            "id",
+            "state",
+            "pause_reason",
+            "phase",
+            "cause",
+            "pass_number",
+            "tokens_counted",
+            "cost",
+            "created_at",
+            "ended_at",
+        )
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def recipe_version_plan(version: RecipeVersion | None) -> tuple[RecipeSpec | None, list[str]]:
+    """A version's spec and its resolved plan as text; (None, []) for one that does not parse."""
+    if version is None or not version.valid:
+        return None, []
+    try:
+        spec = parse_recipe(version.text, path=version.path)
+    except RecipeError:
+        return None, []
+    plan = resolve(spec.do, spec.loop_while)
+    executor, judge = models_for(spec)
+    return spec, plan_lines(spec, plan, executor=executor, judge=judge)
+
+
+def recipe_args(recipe: Recipe) -> list[str]:
+    """The arguments the running (last good) version asks for, in order."""
+    if recipe.good is None:
+        return []
+    try:
+        return list(parse_recipe(recipe.good.text, path=recipe.good.path, kind=recipe.kind).args)
+    except RecipeError:
+        return []

@@ -1,0 +1,74 @@
+"""The read side of reviews (HackSoft selectors): change requests, their threads, and the
+editor's check of a recipe text. Nothing here writes; reviews/services.py does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import Q, QuerySet
+
+from budgets.plan import resolve
+from catalogue.plan_report import models_for, plan_lines
+from catalogue.recipe import NAME_RE, RecipeError, parse_recipe, unfilled_placeholders
+from catalogue.repo import RepoError, open_repo, recipe_path
+from catalogue.spec import FOLDERS
+from reviews.models import OPEN_STATES, ChangeRequest, ReviewComment
+from reviews.services import plan_delta
+
+LIST_LIMIT = 200
+
+
+def change_requests_open_count() -> int:
+    return ChangeRequest.objects.filter(state__in=OPEN_STATES).count()
+
+
+def change_requests_open_for_recipe(*, kind: str, name: str) -> QuerySet[ChangeRequest]:
+    """Open requests that touch a recipe, under its name or as the name it is renamed to."""
+    return (
+        ChangeRequest.objects.filter(kind=kind, state__in=OPEN_STATES)
+        .filter(Q(name=name) | Q(new_name=name))
+        .select_related("author")
+    )
+
+
+def change_request_list(*, states: Iterable[str] | None) -> QuerySet[ChangeRequest]:
+    """Newest first (the model's order), without the texts; `states` None means every state."""
+    changes = ChangeRequest.objects.select_related("author").defer("base_text", "proposed_text")
+    if states is not None:
+        changes = changes.filter(state__in=states)
+    return changes[:LIST_LIMIT]
+
+
+def change_request_comments(change: ChangeRequest) -> QuerySet[ReviewComment]:
+    return change.comments.select_related("author")
+
+
+def change_request_theirs(change: ChangeRequest) -> str | None:
+    """The file as the tracked branch has it now, to resolve a conflict by hand."""
+    try:
+        git = open_repo(change.repo)
+        git.refresh(change.target_branch)
+        return git.read_file(git.head(change.target_branch), change.path or change.new_path) or ""
+    except RepoError:
+        return None
+
+
+def recipe_text_check(text: str, *, kind: str, name: str, against: str | None = None) -> dict:
+    """What the editor shows beside a text: its errors at their lines, or the plan preview,
+    the warnings and (given the text it replaces) the cost delta."""
+    kind = kind if kind in FOLDERS else "task"
+    path = recipe_path(FOLDERS[kind], name if NAME_RE.match(name) else "new-recipe")
+    line_count = text.count("\n") + 1
+    try:
+        spec = parse_recipe(text, path=path, kind=kind, name=name)
+    except RecipeError as exc:
+        return {"issues": exc.issues, "preview": [], "warnings": [], "delta": None, "line_count": line_count}
+    plan = resolve(spec.do, spec.loop_while)
+    executor, judge = models_for(spec)
+    return {
+        "issues": [],
+        "line_count": line_count,
+        "preview": plan_lines(spec, plan, executor=executor, judge=judge),
+        "warnings": [*spec.warnings, *plan.warnings, *unfilled_placeholders(spec, None)],
+        "delta": plan_delta(against, text, kind=kind, name=name) if against is not None else None,
+    }

@@ -1,0 +1,83 @@
+"""The run form and the history filters: what a page sends is checked here, and a bad value
+is an error shown beside its field, never silently dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+from django import forms
+
+from catalogue.spec import Kind
+
+ISO_DATE = "%Y-%m-%d"
+KIND_CHOICES = [("", "all kinds"), *((kind.value, kind.value) for kind in Kind)]
+
+
+class RunForm(forms.Form):
+    """Start (or preview) a run: a text field per argument the recipe asks for, in its order
+    (`arg_0`, `arg_1`…), and headless."""
+
+    headless = forms.BooleanField(required=False, initial=True)
+
+    def __init__(self, *args: Any, arg_names: Sequence[str], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.arg_keys = [f"arg_{i}" for i in range(len(arg_names))]
+        for key, name in zip(self.arg_keys, arg_names):
+            # strip=False: an argument reaches the prompt exactly as typed
+            self.fields[key] = forms.CharField(label=name, strip=False)
+        self.order_fields([*self.arg_keys, "headless"])
+
+    @property
+    def arg_fields(self) -> list[forms.BoundField]:
+        return [self[key] for key in self.arg_keys]
+
+    def recipe_args(self) -> list[str]:
+        """The arguments in order. Also for a preview, which shows the plan before every field
+        is filled: an argument not (validly) given yet is ""."""
+        self.is_valid()  # fills cleaned_data; the run itself checks is_valid() before it starts
+        return [self.cleaned_data.get(key, "") for key in self.arg_keys]
+
+
+def _date_field(label: str) -> forms.DateField:
+    return forms.DateField(
+        required=False,
+        label=label,
+        input_formats=[ISO_DATE],
+        widget=forms.DateInput(attrs={"type": "date"}, format=ISO_DATE),
+    )
+
+
+def _text_filter(label: str) -> forms.CharField:
+    return forms.CharField(
+        required=False, label=label, widget=forms.TextInput(attrs={"placeholder": label, "aria-label": label})
+    )
+
+
+class HistoryFilterForm(forms.Form):
+    """The history page's filters, shared by its CSV export: both list the same runs."""
+
+    recipe = _text_filter("recipe")
+    kind = forms.ChoiceField(
+        required=False, label="kind", choices=KIND_CHOICES, widget=forms.Select(attrs={"aria-label": "kind"})
+    )
+    cause = _text_filter("cause")
+    since = _date_field("from")
+    until = _date_field("to")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        since: date | None = data.get("since")
+        until: date | None = data.get("until")
+        if since and until and since > until:
+            self.add_error("until", f"{until.isoformat()} is before the start, {since.isoformat()}")
+        return data
+
+    def error_lines(self) -> list[str]:
+        """Every error as "field: message": the CSV export's answer to filters it cannot read."""
+        return [
+            f"{self[name].label}: {message}" if name in self.fields else message
+            for name, messages in self.errors.items()
+            for message in messages
+        ]

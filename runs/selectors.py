@@ -1,0 +1,273 @@
+"""The read side of runs (HackSoft selectors): the live table (SPEC §8, computed once for the
+CLI and the pages), the parts of a run's page, and the history. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models import Count, QuerySet, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+from budgets.units import format_duration, format_tokens
+from runs.judge import REPORT_NAME
+from runs.models import ACTIVE_STATES, Approval, Pass, Run, RunEvent, RunState, Step, StepStatus
+from runs.report import cache_hit_percent
+
+# -- the live table ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LiveRow:
+    run: Run
+    pass_label: str
+    state: str
+    started_ago: str
+    deadline: str
+    verdict: str
+    tokens_used: int
+    tokens_cap: int
+    takeover_mark: int  # tokens into a pass where the wrap-up takes over (0: no wrap-up)
+    cache: str
+    provider_note: str
+    pass_used: int = 0  # tokens counted in the pass in flight (its judge included)
+    in_flight: int = 0  # reserved for a model call not yet answered (counted, not yet settled)
+    pass_task_cap: int = 0  # the task leg's share of a pass
+    pass_wrap_cap: int = 0  # the wrap-up leg's share (floors included; 0: no wrap-up)
+
+    @property
+    def budget_text(self) -> str:
+        mark = f", wrap-up at {format_tokens(self.takeover_mark)}/pass" if self.takeover_mark else ""
+        return f"{format_tokens(self.tokens_used)}/{format_tokens(self.tokens_cap)}{mark}"
+
+    @property
+    def controls(self) -> list[str]:
+        return controls_for(self.run)
+
+    @property
+    def pass_bar(self) -> dict:
+        """Percent positions for the pass's budget bar: burn, the takeover mark, the wrap-up share."""
+        total = max(self.pass_task_cap + self.pass_wrap_cap, 1)
+        mark = 100.0 * self.pass_task_cap / total if self.pass_wrap_cap else 100.0
+        return {
+            "used": min(100.0, 100.0 * self.pass_used / total),
+            "mark": mark,
+            "shaded": 100.0 - mark,
+            "used_text": format_tokens(self.pass_used),
+            "cap_text": format_tokens(self.pass_task_cap + self.pass_wrap_cap),
+            "mark_text": format_tokens(self.pass_task_cap),
+            "total": total,
+        }
+
+
+def pass_caps(plan: dict) -> tuple[int, int]:
+    """(task share, wrap-up share) of a pass as they can really be spent: the wrap-up's floor
+    may exceed the job's outer total, and the outer total is what holds."""
+    split = plan.get("split", {})
+    task = (split.get("task") or {}).get("tokens", 0)
+    wrap = (split.get("takeover") or {}).get("tokens", 0) if split.get("takeover") else 0
+    if plan.get("outer_tokens"):
+        wrap = min(wrap, plan["outer_tokens"])
+    return task, wrap
+
+
+def _cache(run: Run) -> str:
+    hit = cache_hit_percent(
+        input_tokens=run.input_tokens, cache_read=run.cache_read_tokens, cache_write=run.cache_write_tokens
+    )
+    return "-" if hit is None else f"{hit:.0f}%"
+
+
+def _deadline(run: Run, current: Pass | None) -> str:
+    """Time left on the clock of the leg in flight (model and tool time; pauses do not count)."""
+    plan = run.plan
+    split = plan.get("split", {})
+    if current is None or current.ended_at is not None:
+        return "-"
+    share = split.get("takeover") if current.phase == "wrap-up" else split.get("task")
+    if not share:
+        return "-"
+    left = share["seconds"] - current.leg_seconds
+    if plan.get("outer_seconds"):
+        left = min(left, plan["outer_seconds"] - run.seconds_used)
+    return f"in {format_duration(max(int(left), 0))}"
+
+
+def live_row(run: Run, current: Pass | None, in_flight: int = 0, settled: int | None = None) -> LiveRow:
+    plan = run.plan
+    task_cap, wrap_cap = pass_caps(plan)
+    started = run.started_at or run.created_at
+    return LiveRow(
+        run=run,
+        pass_label=f"pass {run.pass_number}/{plan.get('passes', 1)}",
+        state=run.state_label,
+        started_ago=f"{timesince(started, timezone.now())} ago",
+        deadline=_deadline(run, current),
+        # settled spend (what the run row holds too): a call in flight is counted at its
+        # reservation only by its pending step, which shows on hover
+        verdict=run.last_verdict or "-",
+        in_flight=in_flight,
+        tokens_used=run.tokens_counted if settled is None else settled,
+        tokens_cap=plan.get("worst_tokens", 0),
+        takeover_mark=task_cap if wrap_cap else 0,
+        cache=_cache(run),
+        provider_note="scripted (offline demo model)" if run.provider == "scripted" else run.executor_model,
+        pass_used=current.tokens_counted if current else 0,
+        pass_task_cap=task_cap,
+        pass_wrap_cap=wrap_cap,
+    )
+
+
+def live_rows(runs) -> list[LiveRow]:
+    runs = list(runs)
+    current = {}
+    for p in Pass.objects.filter(run__in=runs).order_by("run_id", "number"):
+        current[p.run_id] = p  # the last one per run wins
+    pending, settled = spend_by_run(runs)
+    return [live_row(run, current.get(run.pk), pending.get(run.pk, 0), settled.get(run.pk, 0)) for run in runs]
+
+
+def spend_by_run(runs) -> tuple[dict[int, int], dict[int, int]]:
+    """(reserved for calls in flight, settled) tokens per run. Settled spend is summed from the
+    settled steps in one query, so it never mixes two moments (run total minus a reservation
+    read later could even go negative)."""
+    steps = Step.objects.filter(run_pass__run__in=runs).values_list("run_pass__run")
+    pending = dict(steps.filter(status=StepStatus.PENDING).annotate(Sum("reserved_tokens")))
+    settled = dict(steps.exclude(status=StepStatus.PENDING).annotate(Sum("counted_tokens")))
+    return pending, settled
+
+
+def controls_for(run: Run) -> list[str]:
+    """Which controls apply to a run right now (SPEC §5), in the order they are shown."""
+    if run.state == RunState.QUEUED:
+        return ["stop", "cancel"]
+    if run.state in (RunState.RUNNING, RunState.AWAITING_APPROVAL):
+        takeover = run.plan.get("split", {}).get("takeover")
+        land = (
+            ["land"] if (run.state == RunState.RUNNING and run.phase == "task" and takeover and not run.control) else []
+        )
+        return [*land, "stop", "cancel"]
+    if run.state == RunState.PAUSED:
+        return ["continue", "stop"] + (["resume"] if run.pause_reason == "cancelled" else [])
+    return ["resume"]
+
+
+def pass_leg_tokens(passes: list[Pass]) -> dict[tuple[int, str], int]:
+    """Tokens counted per (pass id, leg), for the timeline's bars."""
+    totals: dict[tuple[int, str], int] = {}
+    for run_pass_id, leg, counted in Step.objects.filter(run_pass__in=passes).values_list(
+        "run_pass_id", "leg", "counted_tokens"
+    ):
+        totals[(run_pass_id, leg)] = totals.get((run_pass_id, leg), 0) + counted
+    return totals
+
+
+# -- the dashboard and a run's page ------------------------------------------------------------
+
+
+def runs_active() -> QuerySet[Run]:
+    return Run.objects.filter(state__in=ACTIVE_STATES).order_by("created_at")
+
+
+def runs_recent(*, limit: int) -> list[Run]:
+    return list(Run.objects.filter(state=RunState.FINISHED).order_by("-ended_at", "-id")[:limit])
+
+
+def run_passes(run: Run) -> list[Pass]:
+    return list(Pass.objects.filter(run=run).order_by("number"))
+
+
+def run_steps_recent(run: Run, *, limit: int) -> list[Step]:
+    """The newest `limit` steps, oldest first (the log reads top to bottom)."""
+    steps = (
+        Step.objects.filter(run_pass__run=run)
+        .select_related("run_pass")
+        .order_by("-run_pass__number", "-number")[:limit]
+    )
+    return list(steps)[::-1]
+
+
+def run_events_recent(run: Run, *, limit: int) -> list[RunEvent]:
+    return list(RunEvent.objects.filter(run=run).order_by("-id")[:limit])
+
+
+def run_event_latest_id(*, run_id: int | None = None) -> int:
+    """The newest event's id (of one run, or of all): what a live socket compares to know
+    that something changed."""
+    events = RunEvent.objects.all() if run_id is None else RunEvent.objects.filter(run_id=run_id)
+    return events.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def run_approvals(run: Run, *, limit: int) -> list[Approval]:
+    return list(Approval.objects.filter(run=run).select_related("answered_by").order_by("-id")[:limit])
+
+
+def run_filmstrip(run: Run, *, limit: int) -> list[Step]:
+    """The newest `limit` steps that kept a screenshot, oldest first."""
+    steps = (
+        Step.objects.filter(run_pass__run=run)
+        .exclude(screenshot="")
+        .select_related("run_pass")
+        .order_by("-run_pass__number", "-number")[:limit]
+    )
+    return list(steps)[::-1]
+
+
+def run_videos(run: Run) -> list[str]:
+    folder = Path(settings.RYSH_VIDEOS_DIR) / str(run.pk)
+    return sorted(p.name for p in folder.glob("*.webm")) if folder.is_dir() else []
+
+
+def run_result_files(run: Run) -> list[dict]:
+    """The files this run wrote, newest first: the folder is the recipe's, shared by its runs,
+    so only what changed while this run was going counts (the report is shown apart)."""
+    folder = Path(run.output_dir) if run.output_dir else None
+    if folder is None or not folder.is_dir() or run.started_at is None:
+        return []
+    start = run.started_at.timestamp() - 1
+    end = run.ended_at.timestamp() + 1 if run.ended_at else float("inf")
+    files = [
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not p.name.startswith(".") and p.name != REPORT_NAME and start <= p.stat().st_mtime <= end
+    ]
+    files.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    return [{"name": str(p.relative_to(folder)), "size": p.stat().st_size} for p in files]
+
+
+# -- history -------------------------------------------------------------------------------------
+
+
+def run_history(
+    *, recipe: str = "", kind: str = "", cause: str = "", since: date | None = None, until: date | None = None
+) -> QuerySet[Run]:
+    """Finished runs, newest first; each filter applies only when given."""
+    runs = Run.objects.filter(state=RunState.FINISHED)
+    if recipe:
+        runs = runs.filter(name__icontains=recipe)
+    if kind:
+        runs = runs.filter(kind=kind)
+    if cause:
+        runs = runs.filter(cause__icontains=cause)
+    if since:
+        runs = runs.filter(ended_at__date__gte=since)
+    if until:
+        runs = runs.filter(ended_at__date__lte=until)
+    return runs.order_by("-ended_at", "-id")
+
+
+def run_history_per_day(runs: QuerySet[Run], *, since: date) -> list[dict]:
+    """Tokens, cost and count per day from `since` on, for the days that had a run."""
+    since_at = timezone.make_aware(datetime.combine(since, time.min))  # a range the index can use
+    return list(
+        runs.filter(ended_at__gte=since_at)
+        .annotate(day=TruncDate("ended_at"))
+        .values("day")
+        .annotate(tokens=Sum("tokens_counted"), cost=Sum("cost"), n=Count("id"))
+        .order_by("day")
+    )
