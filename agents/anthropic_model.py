@@ -45,6 +45,8 @@ POLL_SECONDS = 0.05
 BACKOFF_CAP_SECONDS = 8.0
 RETRY_AFTER_CAP_SECONDS = 60.0
 CONNECT_TIMEOUT_SECONDS = 10.0
+COUNT_TIMEOUT_SECONDS = 10.0  # a count is a small request: it answers fast or not at all
+COUNT_ATTEMPTS = 3
 MISSING_KEY = (
     "ANTHROPIC_API_KEY is not set; export it (and ANTHROPIC_BASE_URL for a proxy) "
     "or use the scripted provider for offline runs"
@@ -90,6 +92,44 @@ class AnthropicModel:
                 raise ModelError(f"Anthropic reply could not be read ({err})") from None
             except anthropic.APIError as err:
                 last_cause = self._after_failure(err, attempt, request)
+
+    def count_tokens(self, request: ModelRequest) -> int | None:
+        """The exact input tokens of `request` from the Messages API's token-counting endpoint
+        (free: nothing is billed), or None — the caller then keeps its byte bound, never a
+        guess. Bounded: COUNT_ATTEMPTS tries of at most COUNT_TIMEOUT_SECONDS, never past
+        the request's deadline."""
+        if not self._api_key:
+            return None
+        params = build_params(request)
+        del params["max_tokens"]  # the only argument of a call the endpoint does not take
+        for attempt in range(1, COUNT_ATTEMPTS + 1):
+            remaining = request.deadline - time.monotonic()
+            if remaining <= 0 or request.cancelled():
+                return None
+            try:
+                counted = self._client_or_error().messages.count_tokens(
+                    **params, timeout=min(COUNT_TIMEOUT_SECONDS, remaining)
+                )
+                return int(counted.input_tokens)
+            except anthropic.APIError as err:
+                if not self._count_again(err, attempt, request):
+                    return None
+        return None
+
+    def _count_again(self, err: anthropic.APIError, attempt: int, request: ModelRequest) -> bool:
+        """After a failed count: sleep and say True when another attempt is worth it."""
+        wait = _retry_after(err) or min(self._backoff * 2 ** (attempt - 1), BACKOFF_CAP_SECONDS)
+        if not _retryable(err) or attempt >= COUNT_ATTEMPTS or time.monotonic() + wait >= request.deadline:
+            log.warning(
+                "anthropic: token count unavailable (%s); the byte bound stands",
+                _cause(err) if _retryable(err) else self._scrub(_refusal_message(err)),
+            )
+            return False
+        try:
+            _sleep(wait, request)
+        except ModelCancelled:
+            return False
+        return True
 
     # -- one attempt
 

@@ -73,6 +73,13 @@ class ModelPort(Protocol):
     def complete(self, request: ModelRequest) -> ModelReply: ...
 
 
+# Optional on a model port (both providers have it; test doubles may not):
+#   count_tokens(request) -> int | None: the exact input tokens of the request as the model
+#       would read them (every input token, cached or not), or None when the count cannot be
+#       had (no key, an error after bounded retries, no time left). Nothing is billed for it.
+#       The engine asks only near the edge, where the byte bound would end a leg too early.
+
+
 @dataclass
 class ToolResult:
     content: str

@@ -125,8 +125,12 @@ class ScriptedModel:
                 raise ModelError("scripted model: no reply before the deadline")
             time.sleep(min(POLL_SECONDS, left))
 
+    def count_tokens(self, request: ModelRequest) -> int:
+        """Exactly the context a call of `request` reports (input + cache write + read)."""
+        return math.ceil(sum(map(len, _pieces(request))) / 4)
+
     def _usage(self, request: ModelRequest, output: int) -> Usage:
-        pieces = [request.system.encode(), _json(request.tools)] + [_json(m) for m in request.messages]
+        pieces = _pieces(request)
         total = math.ceil(sum(map(len, pieces)) / 4)
         prefix = b"".join(pieces[:-1] if request.messages else pieces)
         with self._lock:
@@ -136,6 +140,11 @@ class ScriptedModel:
         return Usage(
             input_tokens=total - read - write, cache_write_tokens=write, cache_read_tokens=read, output_tokens=output
         )
+
+
+def _pieces(request: ModelRequest) -> list[bytes]:
+    """What the usage arithmetic counts: the system prompt, the tools, each message."""
+    return [request.system.encode(), _json(request.tools)] + [_json(m) for m in request.messages]
 
 
 def _pick(turns: tuple[Turn, ...], index: int, repeat_last: bool) -> Turn:

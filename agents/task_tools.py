@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.ports import ToolResult
+from budgets.guard import cut_marker
 from rysh_site.paths import UnsafePath, safe_child
 
 READ_CAP = 64 * 1024
@@ -61,6 +62,7 @@ class ResultsTools:
 
     def __init__(self, output_dir: Path):
         self.root = Path(output_dir).resolve()
+        self.room_chars: int | None = None  # what the next model call has room for (the engine sets it)
 
     def specs(self) -> list[dict[str, Any]]:
         return list(RESULT_TOOLS)
@@ -118,10 +120,12 @@ class ResultsTools:
         with target.open("rb") as handle:
             data = handle.read(READ_CAP + 1)
         text = data[:READ_CAP].decode("utf-8", errors="replace")
+        if self.room_chars is not None and len(text) > self.room_chars:
+            return ToolResult(text[: self.room_chars] + "\n" + cut_marker(len(text), self.room_chars))
         return ToolResult(text + ("\n[truncated]" if len(data) > READ_CAP else ""))
 
 
-def http_get(url: object, *, timeout: float = HTTP_TIMEOUT) -> ToolResult:
+def http_get(url: object, *, timeout: float = HTTP_TIMEOUT, room_chars: int | None = None) -> ToolResult:
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         return ToolResult("http_get: url must start with http:// or https://", is_error=True)
     request = urllib.request.Request(url, headers={"User-Agent": "rysh-dashboard"})
@@ -135,6 +139,8 @@ def http_get(url: object, *, timeout: float = HTTP_TIMEOUT) -> ToolResult:
         return ToolResult(f"http_get: {url} failed: {getattr(exc, 'reason', exc)}", is_error=True)
     text = data[:HTTP_CAP].decode("utf-8", errors="replace")
     more = "\n[truncated]" if len(data) > HTTP_CAP else ""
+    if room_chars is not None and len(text) > room_chars:
+        text, more = text[:room_chars], "\n" + cut_marker(len(text), room_chars)
     return ToolResult(f"HTTP {status} {url}\n<page_content>\n{text}{more}\n</page_content>")
 
 
@@ -144,6 +150,14 @@ class TaskTools:
     def __init__(self, output_dir: Path):
         self.results = ResultsTools(output_dir)
 
+    @property
+    def room_chars(self) -> int | None:
+        return self.results.room_chars
+
+    @room_chars.setter
+    def room_chars(self, chars: int | None) -> None:
+        self.results.room_chars = chars
+
     def specs(self) -> list[dict[str, Any]]:
         return [*self.results.specs(), HTTP_TOOL]
 
@@ -151,5 +165,5 @@ class TaskTools:
         if not isinstance(arguments, dict):
             return ToolResult(f"{name}: arguments must be an object", is_error=True)
         if name == "http_get":
-            return http_get(arguments.get("url"))
+            return http_get(arguments.get("url"), room_chars=self.results.room_chars)
         return self.results.call(name, arguments)

@@ -830,11 +830,36 @@ class Overshoot:
     causes: dict[str, int] = field(default_factory=dict)
 
 
-def bench_overshoot(env: Environment, jobs: int, seed: int) -> Overshoot:
+def run_overshoot(run) -> tuple[int, list[dict], dict[str, int]]:
+    """Tokens a finished run counted past its outer total, its worst case or any leg's allotment;
+    with its spend per (pass, leg) (tokens, calls) and each leg's token allotment."""
     from django.db.models import Count, Sum
 
+    from runs.models import Step
+
+    plan = run.plan
+    over = max(0, run.tokens_counted - plan["worst_tokens"])
+    if plan["outer_tokens"]:
+        over += max(0, run.tokens_counted - plan["outer_tokens"])
+    caps = {
+        "task": plan["split"]["task"]["tokens"],
+        "wrap-up": (plan["split"]["takeover"] or {}).get("tokens", 0),
+        "judging": plan["judge_tokens"],
+    }
+    legs = list(
+        Step.objects.filter(run_pass__run=run)
+        .values("run_pass__number", "leg")
+        .annotate(tokens=Sum("counted_tokens"), n=Count("id"))
+    )
+    over += sum(max(0, row["tokens"] - caps[row["leg"]]) for row in legs)
+    return over, legs, caps
+
+
+def bench_overshoot(env: Environment, jobs: int, seed: int) -> Overshoot:
+    from django.db.models import Sum
+
     from runs import worker
-    from runs.models import LedgerEntry, Pass, Step
+    from runs.models import LedgerEntry, Pass
     from runs.wiring import arm_run
     from tests.fake_model import FakeModel, tool
 
@@ -864,22 +889,10 @@ def bench_overshoot(env: Environment, jobs: int, seed: int) -> Overshoot:
         out.calls += model.calls
         ledger = LedgerEntry.objects.filter(run=run).aggregate(s=Sum("counted_tokens"))["s"] or 0
         out.ledger_mismatch += abs(run.tokens_counted - ledger)
-        if plan["outer_tokens"]:
-            out.overshoot_tokens += max(0, run.tokens_counted - plan["outer_tokens"])
-        out.overshoot_tokens += max(0, run.tokens_counted - plan["worst_tokens"])
-        caps = {
-            "task": plan["split"]["task"]["tokens"],
-            "wrap-up": (plan["split"]["takeover"] or {}).get("tokens", 0),
-            "judging": plan["judge_tokens"],
-        }
-        legs = (
-            Step.objects.filter(run_pass__run=run)
-            .values("run_pass__number", "leg")
-            .annotate(tokens=Sum("counted_tokens"), n=Count("id"))
-        )
+        overshoot, legs, caps = run_overshoot(run)
+        out.overshoot_tokens += overshoot
         spent = {(row["run_pass__number"], row["leg"]): row for row in legs}
         for row in legs:
-            out.overshoot_tokens += max(0, row["tokens"] - caps[row["leg"]])
             if row["leg"] == "task":
                 out.overshoot_steps += max(0, row["n"] - plan["split"]["task"]["steps"])
         for p in Pass.objects.filter(run=run).values("number", "task_stop", "wrap_up_stop"):

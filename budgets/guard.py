@@ -50,6 +50,11 @@ def input_bound(*, system: str, tools: list, messages: list, last: LastCall | No
     return last.context + size(appended) + (MESSAGE_OVERHEAD + 1) * len(appended)
 
 
+def cut_marker(before: int, after: int) -> str:
+    """What a text cut to fit the budget says at its end, so the model knows it was cut and why."""
+    return f"[cut: {before:,} → {after:,} characters to fit the budget left; ask for less or save what you have]"
+
+
 def clamp_max_tokens(tokens_left: int, bound: int, ceiling: int = DEFAULT_MAX_OUTPUT) -> int | None:
     """max_tokens so that bound + max_tokens <= tokens_left, or None: too little is left."""
     room = tokens_left - bound

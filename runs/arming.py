@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from budgets.plan import Plan, resolve
-from budgets.units import parse_duration, parse_tokens
+from budgets.units import format_tokens, parse_duration, parse_tokens
 from catalogue.recipe import parse_recipe, render
 from catalogue.spec import RecipeSpec
 
@@ -123,5 +123,16 @@ def resumed_message(
     return f"{fill(spec.prompt)}\n\n---\n{seed}\n\n{fill(spec.loop_while.iterate_with or DEFAULT_ITERATE_WITH)}"
 
 
-def reminder(output_dir: str) -> str:
-    return f"Continue from where you stopped; save all result files into {output_dir}."
+def reminder(
+    output_dir: str, *, left: int | None = None, allotment: int | None = None, wrap_up_next: bool = False
+) -> str:
+    """The interval reminder; with the leg's tokens, what is left of them in the recipe's units,
+    so the model can plan to save before the wrap-up takes the wheel (or the leg ends)."""
+    text = f"Continue from where you stopped; save all result files into {output_dir}."
+    if left is None or not allotment:
+        return text
+    then = "the wrap-up prompt takes the wheel" if wrap_up_next else "this leg ends"
+    return (
+        f"{text} Budget: about {format_tokens(max(left, 0))} of this leg's {format_tokens(allotment)} "
+        f"are left; when they are spent {then}, so save what you have before then."
+    )

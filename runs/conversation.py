@@ -66,6 +66,15 @@ class Conversation:
         self._edited.update(i for i in drop_old_images(self.messages, keep) if i < self._stored)
         self._images = keep
 
+    def clear_old_results(self, chars: int) -> int:
+        """Clear the text of earlier tool results, oldest first, until about `chars` characters
+        are gone (each says what it was and why); returns the characters cleared. Like dropping
+        old screenshots it only shrinks earlier turns, so every bound still holds; it is how a
+        reading agent keeps working when its context outgrows what the leg has left."""
+        cleared, changed = clear_old_results(self.messages, chars)
+        self._edited.update(i for i in changed if i < self._stored)
+        return cleared
+
     def call_history(self) -> list[str]:
         """Every tool call of the conversation so far, oldest first (survives a continue)."""
         if self._calls is None:
@@ -140,6 +149,34 @@ def drop_old_images(messages: list, keep: int) -> set[int]:
                     inner[index] = dict(DROPPED_IMAGE)
                     changed.add(position)
     return changed
+
+
+CLEARED_MIN = 400  # results shorter than this are not worth clearing
+
+
+def cleared_note(length: int) -> str:
+    return (
+        f"[an earlier tool result ({length:,} characters) was cleared to fit the budget left; "
+        "what you saved is in the results folder]"
+    )
+
+
+def clear_old_results(messages: list, chars: int) -> tuple[int, set[int]]:
+    """clear_old_results on a plain list: (characters cleared, indexes of the turns changed)."""
+    cleared, changed = 0, set()
+    for position, message in enumerate(messages):
+        if cleared >= chars:
+            break
+        content = message.get("content")
+        for block in content if message.get("role") == "user" and isinstance(content, list) else []:
+            if cleared >= chars or block.get("type") != "tool_result":
+                continue
+            text = block.get("content")
+            if isinstance(text, str) and len(text) >= CLEARED_MIN:
+                block["content"] = cleared_note(len(text))
+                cleared += len(text) - len(block["content"])
+                changed.add(position)
+    return cleared, changed
 
 
 def count_images(messages: list) -> int:

@@ -16,6 +16,7 @@ next worker settles at its reservation, so the ceiling holds and no token is cou
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,14 +31,17 @@ from budgets.guard import (
     DEFAULT_MAX_OUTPUT,
     MIN_USEFUL_OUTPUT,
     REQUEST_OVERHEAD,
+    JobSpent,
+    LastCall,
     clamp_max_tokens,
     input_bound,
     leg_left,
+    size,
 )
 from budgets.plan import JUDGE_MAX_TOKENS, Plan
 from catalogue.recipe import render
 from catalogue.spec import RecipeSpec
-from runs import approvals, events
+from runs import approvals, events, fitting
 from runs import judge as judging
 from runs.arming import first_message, reminder, resumed_message, seeded_message
 from runs.conversation import Conversation, call_identity, tool_result, without_images
@@ -68,6 +72,9 @@ class Armed:
     model: ModelPort
     tools: ToolsPort
     system: str
+    # ask the provider for exact counts near the edge and cut tool results to fit (False:
+    # the byte bound alone, as before; bench.efficiency measures both)
+    exact_counts: bool = True
 
 
 class Engine:
@@ -253,6 +260,9 @@ class Engine:
                 last=self.ledger.last_call(run_pass),
             )
             max_tokens = clamp_max_tokens(left.tokens, bound)
+            if fitting.worth_counting(max_tokens, DEFAULT_MAX_OUTPUT):
+                bound = self._counted_bound(run_pass, leg, tools, bound, left.seconds)
+                max_tokens = clamp_max_tokens(left.tokens, bound)
             if max_tokens is None:
                 return PassStop.TOKENS
             reply = self._call(run_pass, leg, tools, max_tokens, bound, left.seconds)
@@ -262,6 +272,40 @@ class Engine:
                     return PassStop.TOKENS
                 return PassStop.DONE
             self._after_tool_step(run_pass)
+
+    def _counted_bound(self, run_pass: Pass, leg: str, tools: list, bound: int, seconds_left: float) -> int:
+        """The exact count (with its margin) where it beats the byte bound, else the bound."""
+        last = self.ledger.last_call(run_pass)
+        if last is not None and last.message_count == len(self.conversation):
+            return bound  # the bound is already an exact count of exactly these turns
+        messages = self.conversation.messages
+        counted = self._count(self._request(run_pass, leg, tools, messages, seconds_left))
+        if counted is None or counted >= bound:
+            return bound
+        self.ledger.note_count(run_pass, LastCall(context=counted, message_count=len(messages)))
+        return counted
+
+    def _count(self, request: ModelRequest) -> int | None:
+        """The provider's exact input count, margin included, or None (the byte bound stands)."""
+        count = getattr(self.armed.model, "count_tokens", None)
+        if not self.armed.exact_counts or count is None:
+            return None
+        counted = count(request)
+        return None if counted is None else fitting.with_margin(counted)
+
+    def _request(self, run_pass: Pass, leg: str, tools: list, messages: list, seconds_left: float) -> ModelRequest:
+        return ModelRequest(
+            model=self.run.executor_model,
+            system=self.armed.system,
+            messages=messages,
+            tools=tools,
+            max_tokens=DEFAULT_MAX_OUTPUT,
+            deadline=time.monotonic() + seconds_left,
+            purpose=leg,
+            pass_number=run_pass.number,
+            leg_start=run_pass.leg_start,
+            cancelled=self._cancel_requested,
+        )
 
     def _after_tool_step(self, run_pass: Pass) -> None:
         interval = self.plan.interval
@@ -300,11 +344,106 @@ class Engine:
         except ModelError as exc:
             self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
             raise
+        self._offer_room(run_pass, leg, reply)
         results, waited = self._run_tools(reply, run_pass, step)
         self._capture(step)
+        user_turn = self._fit_results(run_pass, leg, tools, reply, results, seconds_left) if results else []
         # time spent waiting for a person is not the pass's: it stays off every clock
-        self._settle(run_pass, step, reply, results, time.monotonic() - started - waited)
+        self._settle(run_pass, step, reply, user_turn, time.monotonic() - started - waited)
         return reply
+
+    # -- near the edge: tool results that fit what the leg has left ---------------------
+
+    def _tokens_left_after(self, run_pass: Pass, leg: str, reply: ModelReply) -> int:
+        """What the leg may still spend once this call is settled."""
+        spent = self.ledger.spent()
+        return leg_left(
+            self.plan,
+            leg,
+            JobSpent(tokens=spent.tokens + reply.usage.counted, seconds=spent.seconds),
+            leg_steps=run_pass.leg_steps + 1,
+            leg_tokens=run_pass.leg_tokens + reply.usage.counted,
+            leg_seconds=run_pass.leg_seconds,
+        ).tokens
+
+    def _offer_room(self, run_pass: Pass, leg: str, reply: ModelReply) -> None:
+        """Tools that read pages or files read no more than the next call could take (about 4
+        characters a token; what still does not fit is cut exactly afterwards)."""
+        if not self.armed.exact_counts or not hasattr(self.armed.tools, "room_chars"):
+            return
+        # earlier tool results can be cleared to make room (see _fit_results), so the room is
+        # what is left once the rest of the conversation is paid for, not its whole context
+        kept = size(self.armed.system) + size(self.armed.tools.specs()) + size(reply.content) + REQUEST_OVERHEAD
+        room = self._tokens_left_after(run_pass, leg, reply) - MIN_USEFUL_OUTPUT - kept // 4
+        self.armed.tools.room_chars = max(0, room) * 4
+
+    def _fit_results(
+        self, run_pass: Pass, leg: str, tools: list, reply: ModelReply, results: list[dict], seconds_left: float
+    ) -> list[dict]:
+        """The user turn this step appends (its tool results, and the reminder at the
+        interval), its results cut where the next call would otherwise have no room."""
+        left = self._tokens_left_after(run_pass, leg, reply) - MIN_USEFUL_OUTPUT
+        if not self.armed.exact_counts:
+            return self._user_turn(run_pass, leg, reply, results)
+        base = LastCall(context=reply.usage.context, message_count=len(self.conversation))
+        # bytes per token of what this call sent: an exact fact to estimate with, never to bound
+        sent = size(self.armed.system) + size(tools) + size(self.conversation.messages)
+        per_token = sent / reply.usage.context if reply.usage.context else None
+        counted = None
+        for _attempt in range(4):  # estimate, make room, count to be sure (once, usually)
+            turn = self._user_turn(run_pass, leg, reply, results)
+            messages = self._with_turns(reply, turn)
+            bound = input_bound(system=self.armed.system, tools=tools, messages=messages, last=base)
+            if bound <= left:
+                return turn
+            sent = size(self.armed.system) + size(tools) + size(messages)
+            estimate = counted if counted is not None else math.ceil(sent / per_token) if per_token else None
+            if estimate is None or estimate <= left:
+                counted = self._count(self._request(run_pass, leg, tools, messages, seconds_left))
+                if counted is not None and counted <= left:
+                    self.ledger.note_count(run_pass, LastCall(context=counted, message_count=len(messages)))
+                    return turn
+                estimate = counted
+            if estimate is None:
+                break  # nothing exact to go by: the byte bound decides below
+            chars = fitting.chars_for_tokens(estimate - left, bytes_total=sent, counted=estimate)
+            counted = None  # what changes now must be counted again
+            if self.conversation.clear_old_results(chars):
+                continue  # earlier results made room for this one
+            if not any(n for _, _, n in fitting.texts_of(results)):
+                return turn  # nothing left to cut: the next step ends the leg, as before
+            results = fitting.cut_results(results, chars)
+        # estimates did not settle it: cut by the byte bound, which holds whatever the count
+        turn = self._user_turn(run_pass, leg, reply, results)
+        bound = input_bound(system=self.armed.system, tools=tools, messages=self._with_turns(reply, turn), last=base)
+        if bound > left:
+            turn = self._user_turn(run_pass, leg, reply, fitting.cut_results(results, bound - left))
+        return turn
+
+    def _with_turns(self, reply: ModelReply, user_turn: list[dict]) -> list[dict]:
+        """The conversation as the next call would send it."""
+        return [
+            *self.conversation.messages,
+            {"role": "assistant", "content": reply.content},
+            {"role": "user", "content": user_turn},
+        ]
+
+    def _user_turn(self, run_pass: Pass, leg: str, reply: ModelReply, results: list[dict]) -> list[dict]:
+        content = list(results)
+        if (run_pass.leg_steps + 1) % self.plan.interval == 0:
+            share = self.plan.split.task if leg == Phase.TASK else self.plan.split.takeover
+            content.append(
+                {
+                    "type": "text",
+                    "text": reminder(
+                        str(self.armed.output_dir),
+                        left=self._tokens_left_after(run_pass, leg, reply),
+                        allotment=share.tokens if share else None,
+                        wrap_up_next=leg == Phase.TASK and self.plan.split.takeover is not None,
+                    ),
+                }
+            )
+        return content
 
     def _run_tools(self, reply: ModelReply, run_pass: Pass, step: Step) -> tuple[list[dict], float]:
         """Run the reply's tool calls; returns the results and the seconds spent waiting for
@@ -399,16 +538,14 @@ class Engine:
             path.write_bytes(shot.jpeg)
             step.screenshot = relative
 
-    def _settle(self, run_pass: Pass, step: Step, reply: ModelReply, results: list[dict], seconds: float) -> None:
+    def _settle(self, run_pass: Pass, step: Step, reply: ModelReply, user_turn: list[dict], seconds: float) -> None:
         """The step's checkpoint, in one transaction: the turns it appended (and only those),
         the pass's counters, its event, then its tokens (the ledger reads the control back)."""
         usage = reply.usage
         self.conversation.append("assistant", reply.content)
-        if results:
-            content = list(results)
-            if (run_pass.leg_steps + 1) % self.plan.interval == 0:
-                content.append({"type": "text", "text": reminder(str(self.armed.output_dir))})
-            self.conversation.append("user", content)
+        results = [block for block in user_turn if block.get("type") == "tool_result"]
+        if user_turn:
+            self.conversation.append("user", user_turn)
             self.conversation.drop_old_images()
         run_pass.leg_steps += 1
         run_pass.leg_tokens += usage.counted
@@ -445,6 +582,23 @@ class Engine:
             (self.plan.outer_tokens - self.run.tokens_counted) if self.plan.outer_tokens else bound + JUDGE_MAX_TOKENS
         )
         max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
+        if fitting.worth_counting(max_tokens, JUDGE_MAX_TOKENS):
+            # a 20 KB result bounds at 20,000 tokens by its bytes; it counts about 5,000
+            counted = self._count(
+                ModelRequest(
+                    model=self.run.judge_model,
+                    system=judging.JUDGE_SYSTEM,
+                    messages=messages,
+                    tools=[],
+                    max_tokens=JUDGE_MAX_TOKENS,
+                    deadline=time.monotonic() + 60,
+                    purpose=Phase.JUDGING,
+                    pass_number=run_pass.number,
+                    cancelled=self._cancel_requested,
+                )
+            )
+            bound = min(bound, counted) if counted is not None else bound
+            max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
         if max_tokens is None:
             self._finish("budget exhausted")
             return None

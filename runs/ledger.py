@@ -32,6 +32,7 @@ class Ledger:
     def __init__(self, run: Run):
         self.run = run
         self._last: tuple[int, LastCall | None] | None = None  # (pass id, its last settled call)
+        self._count: tuple[int, LastCall] | None = None  # (pass id, an exact count since then)
 
     def spent(self) -> JobSpent:
         """What the job has spent; between calls nothing is in flight, so the settled totals."""
@@ -42,7 +43,21 @@ class Ledger:
         the last settle, read once when a pass is picked up again."""
         if self._last is None or self._last[0] != run_pass.pk:
             self._last = (run_pass.pk, _last_settled_call(run_pass))
-        return self._last[1]
+        settled = self._last[1]
+        if self._count and self._count[0] == run_pass.pk:
+            counted = self._count[1]
+            if settled is None or counted.message_count >= settled.message_count:
+                return counted  # an exact count of more of the conversation: the better base
+        return settled
+
+    def note_count(self, run_pass: Pass, counted: LastCall) -> None:
+        """An exact count (margin included) of the first `message_count` turns as they are now:
+        the base of the next bound until a call settles or a turn already counted changes."""
+        self._count = (run_pass.pk, counted)
+
+    def forget_count(self) -> None:
+        """A counted turn changed (the wrap-up prompt joined the last user turn)."""
+        self._count = None
 
     def reserve(self, run_pass: Pass, *, leg: str, model: str, max_tokens: int, bound: int, message_count: int) -> Step:
         """Before a call: its pending step, committed (one INSERT) before the call is made."""
@@ -68,6 +83,8 @@ class Ledger:
         self._add_to_run(usage, counted=usage.counted, seconds=clock_seconds, model=step.model)
         if step.leg != Phase.JUDGING:
             self._last = (step.run_pass_id, LastCall(context=usage.context, message_count=step.message_count))
+            if self._count and self._count[1].message_count <= step.message_count:
+                self._count = None  # the call's own usage is exact and newer than that count
 
     def settle_reserved(self, step: Step, status: str, seconds: float) -> None:
         """Interrupted: what the call cost is unknown, so its full reservation is counted."""

@@ -73,6 +73,18 @@ class FakeModel:
             )
         return self._reply(request, content)
 
+    def count_tokens(self, request):
+        """Exactly the input its reply to `request` would report (the full byte bound when
+        adversarial), as a provider's token-counting endpoint would."""
+        full = (
+            size(request.system)
+            + size(request.tools)
+            + size(request.messages)
+            + REQUEST_OVERHEAD
+            + MESSAGE_OVERHEAD * len(request.messages)
+        )
+        return full if self.adversarial else math.ceil(full / 4)
+
     def _reply(self, request, content):
         full = (
             size(request.system)

@@ -7,7 +7,9 @@
 or, in a test module, `from tests.fakes.anthropic_server import fake_anthropic` (a fixture
 that also points ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY at the fake).
 
-It serves `POST /v1/messages` as JSON or, with `"stream": true`, as server-sent events shaped
+It serves `POST /v1/messages/count_tokens` (the request's total input tokens by the arithmetic
+below, nothing consumed from the reply queue; recorded in `count_requests`, failures injected
+with `fail_next_count`) and `POST /v1/messages` as JSON or, with `"stream": true`, as server-sent events shaped
 like the real API's, so the official SDK parses them unchanged. Replies come from a queue
 (`reply`), a callable (`responder`) or a default ("done", end_turn). Usage numbers are computed
 from the request, prompt caching included, so budget code can be tested against them.
@@ -62,6 +64,7 @@ ERROR_MESSAGES = {
 FAKE_KEY = "sk-ant-fake-key"
 MESSAGE_OVERHEAD = 3  # tokens per message for its role framing
 MAX_BREAKPOINTS = 4  # the real API refuses more cache_control blocks than this
+COUNT_PATH = "/v1/messages/count_tokens"
 
 
 @dataclass
@@ -290,7 +293,9 @@ class FakeAnthropic:
     def __init__(self, *, api_keys: Iterable[str] | None = None) -> None:
         self.api_keys = set(api_keys) if api_keys is not None else None  # None: any key will do
         self.responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-        self.requests: list[RecordedRequest] = []
+        self.requests: list[RecordedRequest] = []  # Messages calls (what `calls` counts)
+        self.count_requests: list[RecordedRequest] = []  # token counts, apart
+        self._count_failures: list[_Failure] = []
         self.aborted_streams = 0  # streams the client closed before message_stop
         self.cache = PromptCache()
         self._replies: list[ScriptedReply] = []
@@ -323,6 +328,11 @@ class FakeAnthropic:
         real API does when it overloads after the stream has begun."""
         with self._lock:
             self._failures.extend(_Failure(status, retry_after, message, mid_stream) for _ in range(times))
+
+    def fail_next_count(self, status: int = 529, times: int = 1) -> None:
+        """Fail the next `times` token-count requests with a real error body."""
+        with self._lock:
+            self._count_failures.extend(_Failure(status, None, None, False) for _ in range(times))
 
     def delay_next(self, seconds: float = 0.0, *, between_events: float = 0.0) -> None:
         """Delay the next response's first byte; for a stream, also each later event."""
@@ -370,12 +380,31 @@ class FakeAnthropic:
     # -- deciding an answer
 
     def _decide(self, record: RecordedRequest) -> _Outcome:
+        if record.path.split("?")[0] == COUNT_PATH:
+            return self._count(record)
         with self._lock:
             self.requests.append(record)
             delay = self._delays.pop(0) if self._delays else _Delay(0.0, 0.0)
             outcome = self._refusal(record) or self._failure(record) or self._answer(record.json)
         outcome.delay = delay
         return outcome
+
+    def _count(self, record: RecordedRequest) -> _Outcome:
+        with self._lock:
+            self.count_requests.append(record)
+            key = record.headers.get("x-api-key") or _bearer(record.headers.get("authorization", ""))
+            if not key or (self.api_keys is not None and key not in self.api_keys):
+                return _Outcome(401, error_body(401, "invalid x-api-key"))
+            if self._count_failures:
+                failure = self._count_failures.pop(0)
+                return _Outcome(failure.status, error_body(failure.status, failure.message))
+            body = record.json if isinstance(record.json, dict) else {}
+            problem = _invalid({**body, "max_tokens": 1}) or (
+                "max_tokens: Extra inputs are not permitted" if "max_tokens" in body else None
+            )
+            if problem:
+                return _Outcome(400, error_body(400, problem))
+            return _Outcome(200, {"input_tokens": sum(tokens for _, tokens, _ in _items(body))})
 
     def _refusal(self, record: RecordedRequest) -> _Outcome | None:
         key = record.headers.get("x-api-key") or _bearer(record.headers.get("authorization", ""))
