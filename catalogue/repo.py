@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import unquote
 
 from django.conf import settings
 
@@ -35,6 +36,9 @@ RECIPES_DIR = ".rysh/automations"
 RECIPE_PATH_RE = re.compile(r"\.rysh/automations/(webs|tasks)/([^/]+)\.md\Z")
 ZERO = "0" * 40
 _URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:", re.IGNORECASE)
+# `scheme://userinfo@` anywhere in a text (a location, git's stderr); the userinfo stops at the
+# first `/`, whitespace or quote, and runs to the last `@` before it (an unencoded `@` in a token).
+_USERINFO_RE = re.compile(r"([a-z][a-z0-9+.-]*://)([^/\s'\"<>]*)@", re.IGNORECASE)
 # A clean environment: an inherited GIT_DIR or GIT_INDEX_FILE would point git elsewhere.
 _GIT_ENV_DROP = (
     "GIT_DIR",
@@ -95,6 +99,13 @@ class Merge:
     conflicts: tuple[str, ...] = ()
 
 
+def redact(text: str) -> str:
+    """`text` with the userinfo of every URL in it hidden (`https://user:token@host/…` ->
+    `https://***@host/…`): what a location or git's output may show, log or put in an error.
+    Git itself is always given the real location."""
+    return _USERINFO_RE.sub(r"\1***@", text)
+
+
 def is_remote(location: str) -> bool:
     """A clone URL (`https://…`, `file://…`, `git@host:path`) rather than a local path."""
     return bool(_URL_RE.match(location)) and not Path(location).exists()
@@ -114,12 +125,12 @@ def open_repo(location: str, *, data_dir: str | os.PathLike | None = None) -> Gi
     if not is_remote(location):
         path = Path(location)
         if not path.is_dir():
-            raise RepoError(f"{location}: no such directory")
+            raise RepoError(f"{redact(location)}: no such directory")
         repo = GitRepo(location=location, git_dir=path, remote=False)
         # A plain folder inside some other checkout must not be read as that checkout.
         done = repo.git("rev-parse", "--absolute-git-dir", ok=(0, 128))
         if done.returncode:
-            raise RepoError(f"{location} is not a git repository")
+            raise RepoError(f"{redact(location)} is not a git repository")
         return repo
     if data_dir is None:
         data_dir = settings.DATA_DIR
@@ -138,6 +149,22 @@ class GitRepo:
     git_dir: Path
     remote: bool
     blobs_read: int = 0  # how many file contents this object has read (the bench checks it)
+
+    @property
+    def shown(self) -> str:
+        """The location as messages may show it: without a token in the URL."""
+        return redact(self.location)
+
+    def _scrub(self, text: str) -> str:
+        """Git's output made fit for an error: URLs redacted, and the location's secret itself
+        wherever git echoed it some other way (quoted, or percent-decoded)."""
+        text = redact(text)
+        found = _USERINFO_RE.match(self.location)
+        secret = found[2].split(":", 1)[-1] if found else ""
+        for form in {secret, unquote(secret)}:
+            if len(form) >= 4:  # shorter is no token, and would blot out ordinary words
+                text = text.replace(form, "***")
+        return text
 
     def _env(self, extra: dict | None = None) -> dict[str, str]:
         """A clean environment; the ceiling stops git from looking above the repository for one
@@ -171,10 +198,8 @@ class GitRepo:
         except OSError as exc:
             raise RepoError(f"cannot run git: {exc}") from None
         if done.returncode not in ok:
-            said = (done.stderr or done.stdout).strip().splitlines()
-            raise RepoError(
-                f"git {args[0]} failed in {self.location}: {said[-1] if said else f'exit {done.returncode}'}"
-            )
+            said = self._scrub(done.stderr or done.stdout).strip().splitlines()
+            raise RepoError(f"git {args[0]} failed in {self.shown}: {said[-1] if said else f'exit {done.returncode}'}")
         return done
 
     def out(self, *args: str, **kwargs) -> str:
@@ -212,7 +237,7 @@ class GitRepo:
                     env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
                 )
                 if done.returncode:
-                    raise RepoError(f"cannot clone {self.location}: {done.stderr.strip()}")
+                    raise RepoError(f"cannot clone {self.shown}: {self._scrub(done.stderr).strip()}")
                 os.rename(tmp / "r.git", self.git_dir)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -239,7 +264,7 @@ class GitRepo:
     def head(self, branch: str) -> str:
         sha = self.resolve(f"refs/heads/{branch}")
         if sha is None:
-            raise RepoError(f"{self.location} has no branch {branch!r}")
+            raise RepoError(f"{self.shown} has no branch {branch!r}")
         return sha
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
@@ -306,13 +331,13 @@ class GitRepo:
                 env=self._env(),
             )
         except (OSError, subprocess.CalledProcessError) as exc:
-            raise RepoError(f"cannot read files from {self.location}: {exc}") from None
+            raise RepoError(f"cannot read files from {self.shown}: {self._scrub(str(exc))}") from None
         found, data, at = {}, done.stdout, 0
         for blob in wanted:
             end = data.index(b"\n", at)
             header = data[at:end].decode().split()
             if len(header) < 3 or header[1] == "missing":
-                raise RepoError(f"{self.location}: object {blob} is missing")
+                raise RepoError(f"{self.shown}: object {blob} is missing")
             size = int(header[2])
             found[blob] = data[end + 1 : end + 1 + size]
             at = end + 1 + size + 1
@@ -371,13 +396,13 @@ class GitRepo:
                 )
                 if done.returncode:
                     rejected = "rejected" in done.stdout or "fetch first" in done.stderr
-                    said = (done.stderr.strip().splitlines() or ["push failed"])[-1]
-                    raise (PushRejected if rejected else RepoError)(f"push to {self.location} {branch} failed: {said}")
+                    said = (self._scrub(done.stderr).strip().splitlines() or ["push failed"])[-1]
+                    raise (PushRejected if rejected else RepoError)(f"push to {self.shown} {branch} failed: {said}")
                 self.git("update-ref", f"refs/remotes/origin/{branch}", new)
                 self.git("update-ref", f"refs/heads/{branch}", new)
                 return
             if not self.set_ref(branch, new, old):
-                raise PushRejected(f"{branch} moved in {self.location} while we were writing")
+                raise PushRejected(f"{branch} moved in {self.shown} while we were writing")
 
     def merge(self, *, target: str, tip: str, message: str, author: Identity, committer: Identity) -> Merge:
         """Merge `tip` into `target` without a checkout: a fast-forward when `target` is an

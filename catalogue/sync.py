@@ -24,7 +24,7 @@ from budgets.units import format_tokens
 from catalogue.models import Recipe, RecipeVersion, RepoState
 from catalogue.plan_report import models_for, worst_case_money
 from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
-from catalogue.repo import Change, Commit, GitRepo, RepoError, open_repo, split_recipe_path
+from catalogue.repo import Change, Commit, GitRepo, RepoError, open_repo, redact, split_recipe_path
 from catalogue.signals import recipes_synced
 from catalogue.spec import Kind
 
@@ -67,7 +67,8 @@ def recipes_sync(*, repo: str | None = None, branch: str | None = None) -> SyncR
     git = open_repo(location)
     git.refresh(branch)
     head = git.head(branch)
-    state, _ = RepoState.objects.get_or_create(repo=location, branch=branch)
+    # keyed by the redacted location: no token in the database, and a new token is no new repo
+    state, _ = RepoState.objects.get_or_create(repo=redact(location), branch=branch)
     for _attempt in range(5):
         since = state.synced_sha
         if since == head:
@@ -87,7 +88,7 @@ def recipes_sync(*, repo: str | None = None, branch: str | None = None) -> SyncR
             recipes_synced.send(sender=RepoState)  # schedules follow recipes' `schedule:`
             return _result(started, head, changed=changed, versions=created, files_read=git.blobs_read)
         state.refresh_from_db()
-    raise RepoError(f"{location}: gave up after repeated concurrent syncs")
+    raise RepoError(f"{redact(location)}: gave up after repeated concurrent syncs")
 
 
 def recipe_for_run(*, kind: str, name: str) -> tuple[Recipe, RecipeVersion] | None:

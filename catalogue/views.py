@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -12,7 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from catalogue.markdown import render_markdown
 from catalogue.models import Recipe, RecipeVersion
-from catalogue.repo import RepoError
+from catalogue.repo import RepoError, redact
 from catalogue.selectors import (
     recipe_catalogue,
     recipe_runs_recent,
@@ -44,19 +45,27 @@ def recipe_list(request: HttpRequest) -> HttpResponse:
         "recipes": list(recipe_catalogue(kind=kind, q=q)),
         "kind": kind,
         "q": q,
-        "repo": settings.RYSH_RECIPES_REPO,
+        "repo": redact(settings.RYSH_RECIPES_REPO),
         "branch": settings.RYSH_RECIPES_BRANCH,
         "can_edit": user_can(request.user, "edit"),
+        "can_sync": _can_sync(request.user),
         "open_changes": change_requests_open_count(),
     }
     template = "catalogue/recipe_list/_rows.html" if request.htmx else "catalogue/recipe_list.html"
     return render(request, template, context)
 
 
+def _can_sync(user) -> bool:
+    """Operators, editors and admins: a sync is a control (operate), and editors need it to see
+    what they pushed to git from outside; neither action alone covers both roles."""
+    return user_can(user, "operate") or user_can(user, "edit")
+
+
 @login_required
 @require_POST
 def recipes_sync_view(request: HttpRequest) -> HttpResponse:
-    require(request.user, "view")
+    if not _can_sync(request.user):
+        raise PermissionDenied("your role cannot sync")
     try:
         result = recipes_sync()
     except RepoError as exc:

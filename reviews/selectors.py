@@ -12,7 +12,7 @@ from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe import NAME_RE, RecipeError, parse_recipe, unfilled_placeholders
 from catalogue.repo import RepoError, open_repo, recipe_path
 from catalogue.spec import FOLDERS
-from reviews.models import OPEN_STATES, ChangeRequest, ReviewComment
+from reviews.models import OPEN_STATES, ChangeRequest, ReviewComment, Verdict
 from reviews.services import plan_delta
 
 LIST_LIMIT = 200
@@ -41,6 +41,22 @@ def change_request_list(*, states: Iterable[str] | None) -> QuerySet[ChangeReque
 
 def change_request_comments(change: ChangeRequest) -> QuerySet[ReviewComment]:
     return change.comments.select_related("author")
+
+
+def change_request_revisers(change: ChangeRequest) -> set[int]:
+    """The users who wrote a revision of the change (the author, or an admin who revised it)."""
+    return set(change.comments.filter(verdict=Verdict.UPDATE).values_list("author_id", flat=True)) - {None}
+
+
+def change_request_approvals(change: ChangeRequest) -> QuerySet[ReviewComment]:
+    """Approvals of the current revision: a revision (an UPDATE row) makes earlier ones stale."""
+    approvals = change.comments.filter(verdict=Verdict.APPROVE)
+    last_update = change.comments.filter(verdict=Verdict.UPDATE).order_by("-created_at", "-id").first()
+    if last_update is not None:
+        approvals = approvals.filter(
+            Q(created_at__gt=last_update.created_at) | Q(created_at=last_update.created_at, id__gt=last_update.id)
+        )
+    return approvals.select_related("author")
 
 
 def change_request_theirs(change: ChangeRequest) -> str | None:

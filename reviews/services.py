@@ -10,8 +10,11 @@ branch as they were and says which files clash.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import logging
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -222,16 +225,25 @@ def change_request_update(*, change: ChangeRequest, user, text: str, message: st
     if len(parents) == 2:  # the change now sits on the current head: diff against that
         change.base_sha = parents[1]
         change.base_text = git.read_file(parents[1], change.path or change.new_path) or ""
-    change.head_sha, change.proposed_text = new, text
-    change.state, change.conflicts = ChangeState.OPEN, []
-    change.save()
-    ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.UPDATE, body=message)
+    # Only a request still open at the tip this revision builds on takes it: one merged (or
+    # revised by someone else) meanwhile must not be reopened or have its head swapped.
+    fields = {"head_sha": new, "proposed_text": text, "state": ChangeState.OPEN, "conflicts": []}
+    if len(parents) == 2:
+        fields.update(base_sha=change.base_sha, base_text=change.base_text)
+    with transaction.atomic():
+        if not ChangeRequest.objects.filter(pk=change.pk, state__in=OPEN_STATES, head_sha=tip).update(
+            **fields, updated_at=timezone.now()
+        ):
+            raise ReviewError("this change request was merged, closed or revised meanwhile; reload it")
+        # The UPDATE row is what makes earlier approvals stale (see change_request_approvals).
+        ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.UPDATE, body=message)
+    change.refresh_from_db()
     _sync_quietly()
     return change
 
 
 def change_request_comment(*, change: ChangeRequest, user, body: str) -> ReviewComment:
-    require(user, "view")
+    require(user, "review")  # viewers read the thread; only reviewers and editors write in it
     body = body.strip()
     if not body:
         raise ReviewError("write something first")
@@ -250,6 +262,7 @@ def change_request_request_changes(*, change: ChangeRequest, user, body: str = "
 
 
 def change_request_close(*, change: ChangeRequest, user) -> ChangeRequest:
+    require(user, "edit")  # an author demoted to viewer no longer decides about their request
     if change.author_id != user.pk and not user_can(user, "admin"):
         raise PermissionDenied("only the author (or an admin) can close a change request")
     if not ChangeRequest.objects.filter(pk=change.pk, state__in=OPEN_STATES).update(
@@ -266,18 +279,31 @@ def change_request_close(*, change: ChangeRequest, user) -> ChangeRequest:
     return change
 
 
-def change_request_approve(*, change: ChangeRequest, user) -> ChangeRequest:
-    """Merge into the tracked branch, then sync. The author cannot approve their own change."""
+def change_request_approve(*, change: ChangeRequest, user, seen_head: str) -> ChangeRequest:
+    """Merge into the tracked branch, then sync. `seen_head` is the revision the reviewer read:
+    nobody who wrote a revision (the author, or an admin who revised it) can approve it."""
     _require_reviewer(change, user, "approve")
+    if change.comments.filter(verdict=Verdict.UPDATE, author_id=user.pk).exists():
+        raise PermissionDenied("you revised this change request, so someone else must approve it")
     previous = change.state
     # The claim: two reviewers pressing Approve at once must not merge twice; the one whose
     # update moves the request to `merging` goes on, the other is told it is not open.
+    # It also pins the head: a revision pushed after the reviewer loaded the page moves
+    # head_sha, and the claim then fails instead of merging text the reviewer never saw.
     # A claim left behind by a process that died mid-merge expires; merging again is safe
     # (a tip already in the branch is recognised as merged).
     now = timezone.now()
     claimable = Q(state__in=OPEN_STATES) | Q(state=ChangeState.MERGING, updated_at__lt=now - MERGE_CLAIM_EXPIRES)
-    if not ChangeRequest.objects.filter(claimable, pk=change.pk).update(state=ChangeState.MERGING, updated_at=now):
+    claim = ChangeRequest.objects.filter(claimable, pk=change.pk, head_sha=seen_head or "-")
+    if not claim.update(state=ChangeState.MERGING, updated_at=now):
+        change.refresh_from_db()
+        if change.head_sha != seen_head:
+            raise ReviewError(
+                f"Not merged: the change was revised after you loaded it (now at {change.head_sha[:10]}). "
+                "Read the new diff, then approve again."
+            )
         raise ReviewError("this change request is not open (merged or closed meanwhile)")
+    change.head_sha = seen_head  # merge what was claimed, even if the caller's object is older
     if previous == ChangeState.MERGING:
         previous = ChangeState.OPEN
     try:
@@ -364,11 +390,61 @@ class DiffLine:
     new: int | None = None
 
 
+# Past this many differing lines (after the common head and tail are set aside) the page says
+# the diff is too large instead of computing it: SequenceMatcher's cost grows with the square
+# of what it compares, and any viewer can open a diff.
+DIFF_MAX_LINES = 2000
+DIFF_CACHE_SIZE = 64
+_diff_cache: OrderedDict[tuple[str, str, int], tuple[DiffLine, ...]] = OrderedDict()
+_diff_lock = threading.Lock()
+
+
 def text_diff(before: str, after: str, *, context: int = 3) -> list[DiffLine]:
-    """A unified diff as rows the template classes and escapes (line numbers on both sides)."""
+    """A unified diff as rows the template classes and escapes (line numbers on both sides);
+    one `skip` row when it is too large to show. Cached by the texts' hashes."""
+    key = (_digest(before), _digest(after), context)
+    with _diff_lock:
+        if key in _diff_cache:
+            _diff_cache.move_to_end(key)
+            return list(_diff_cache[key])
+    rows = tuple(_text_diff(before, after, context))
+    with _diff_lock:
+        _diff_cache[key] = rows
+        while len(_diff_cache) > DIFF_CACHE_SIZE:
+            _diff_cache.popitem(last=False)
+    return list(rows)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _text_diff(before: str, after: str, context: int) -> list[DiffLine]:
     a, b = before.splitlines(), after.splitlines()
+    # Most edits touch a few lines of a long file: match the common head and tail in linear
+    # time, and hand only the middle to SequenceMatcher.
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    middle_a, middle_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    if not middle_a and not middle_b:
+        return []
+    if len(middle_a) + len(middle_b) > DIFF_MAX_LINES:
+        return [
+            DiffLine(
+                "skip",
+                f"The diff is too large to show ({len(middle_a)} lines replaced by {len(middle_b)}; "
+                f"at most {DIFF_MAX_LINES} are shown). Compare the two files in git.",
+            )
+        ]
+    lo, hi_a, hi_b = max(0, head - context), len(a) - max(0, tail - context), len(b) - max(0, tail - context)
+    matcher = difflib.SequenceMatcher(None, a[lo:hi_a], b[lo:hi_b])
     rows = []
-    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
+    for group in matcher.get_grouped_opcodes(context):
+        group = [(tag, i1 + lo, i2 + lo, j1 + lo, j2 + lo) for tag, i1, i2, j1, j2 in group]
         i1, j1 = group[0][1], group[0][3]
         i2, j2 = group[-1][2], group[-1][4]
         rows.append(DiffLine("hunk", f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@"))

@@ -13,10 +13,14 @@ from pathlib import Path
 import dj_database_url
 
 from rysh_site.env import envbool, envint, envstr
+from rysh_site.security import private_dir, restrict_umask
+
+# First, before anything is written: files 0600 and folders 0700 for this process and its
+# children (the database and its WAL/SHM, the secret key, results, screenshots; security.py).
+restrict_umask()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(envstr("RYSH_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+DATA_DIR = private_dir(Path(envstr("RYSH_DATA_DIR", str(BASE_DIR / ".data"))).resolve())
 
 
 def _secret_key() -> str:

@@ -12,7 +12,12 @@ from django.views.decorators.http import require_POST
 
 from catalogue.repo import RepoError
 from reviews.models import OPEN_STATES, ChangeAction, ChangeRequest, ChangeState
-from reviews.selectors import change_request_comments, change_request_list
+from reviews.selectors import (
+    change_request_approvals,
+    change_request_comments,
+    change_request_list,
+    change_request_revisers,
+)
 from reviews.services import (
     ReviewError,
     change_request_approve,
@@ -50,12 +55,14 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     user = request.user
     is_author = change.author_id == user.pk
     can_review = user_can(user, "review") and not is_author
+    revised = user.pk in change_request_revisers(change)
     return render(
         request,
         "reviews/change_detail.html",
         {
             "change": change,
             "comments": change_request_comments(change),
+            "current_approvals": {c.pk for c in change_request_approvals(change)},
             "diff": text_diff(change.base_text, change.proposed_text),
             "delta": plan_delta(
                 change.base_text or None,
@@ -66,11 +73,14 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             ),
             "is_author": is_author,
             "can_review": can_review and change.is_open,
+            "can_approve": can_review and change.is_open and not revised,
+            "revised": revised,
+            "can_comment": user_can(user, "review"),
             "can_revise": (is_author or user_can(user, "admin"))
             and user_can(user, "edit")
             and change.is_open
             and change.action != ChangeAction.DELETE,
-            "can_close": (is_author or user_can(user, "admin")) and change.is_open,
+            "can_close": (is_author or user_can(user, "admin")) and user_can(user, "edit") and change.is_open,
         },
     )
 
@@ -93,7 +103,8 @@ def change_approve(request: HttpRequest, pk: int) -> HttpResponse:
     change = _get_change_for_user(request, pk)
 
     def approve() -> ChangeRequest:
-        done = change_request_approve(change=change, user=request.user)
+        # The head the reviewer's page showed, from the form: a newer revision is not approved.
+        done = change_request_approve(change=change, user=request.user, seen_head=request.POST.get("head", ""))
         if done.state == ChangeState.CONFLICT:
             messages.error(request, "Not merged: the merge conflicts. See below.")
         return done

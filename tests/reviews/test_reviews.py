@@ -91,9 +91,9 @@ def test_it_refuses_viewers_and_empty_or_bad_changes(work, grace):
 def test_the_author_cannot_approve_their_own_change(work, grace):
     change = change_request_open(user=grace, kind="task", name="report", text=recipe_text("x"))
     with pytest.raises(PermissionDenied, match="your own"):
-        change_request_approve(change=change, user=grace)
+        change_request_approve(change=change, user=grace, seen_head=change.head_sha)
     with pytest.raises(PermissionDenied):
-        change_request_approve(change=change, user=make_user("vera", role="viewer"))
+        change_request_approve(change=change, user=make_user("vera", role="viewer"), seen_head=change.head_sha)
     change.refresh_from_db()
     assert change.state == "open"
 
@@ -103,7 +103,7 @@ def test_approving_fast_forwards_and_syncs_the_new_version(work, grace, linus):
     change = change_request_open(
         user=grace, kind="task", name="report", text=recipe_text("five", size="5b", total="25b"), message="Five"
     )
-    change = change_request_approve(change=change, user=linus)
+    change = change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     assert change.state == "merged" and change.merged_by == linus
     assert work.head() == change.head_sha == change.merged_sha  # a fast-forward
     report = Recipe.objects.get(name="report")
@@ -112,14 +112,14 @@ def test_approving_fast_forwards_and_syncs_the_new_version(work, grace, linus):
     assert report.latest.message == "Five"
     assert [c.verdict for c in change.comments.all()] == ["approve", "event"]
     with pytest.raises(ReviewError, match="not open"):
-        change_request_approve(change=change, user=linus)
+        change_request_approve(change=change, user=linus, seen_head=change.head_sha)
 
 
 def test_approving_after_the_branch_moved_makes_a_merge_commit(work, grace, linus):
     recipes_sync()
     change = change_request_open(user=grace, kind="task", name="report", text=recipe_text("new"))
     moved = work.commit("Someone edits scout", webs__scout=recipe_text("elsewhere"))
-    change = change_request_approve(change=change, user=linus)
+    change = change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     assert change.state == "merged"
     assert git(work.path, "log", "-1", "--format=%P|%an|%cn", work.head()) == (
         f"{moved} {change.head_sha}|Grace Hopper|linus"
@@ -134,7 +134,7 @@ def test_a_conflict_is_reported_and_nothing_is_lost(work, grace, linus):
     recipes_sync()
     change = change_request_open(user=grace, kind="task", name="report", text=recipe_text("ours"))
     theirs = work.commit("Same lines elsewhere", tasks__report=recipe_text("theirs"))
-    change = change_request_approve(change=change, user=linus)
+    change = change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     assert change.state == "conflict" and change.conflicts == [REPORT]
     assert work.head() == theirs
     assert branch_head(work.path, change.branch) == change.head_sha
@@ -143,7 +143,7 @@ def test_a_conflict_is_reported_and_nothing_is_lost(work, grace, linus):
     change = change_request_update(change=change, user=grace, text=recipe_text("both"), message="Take both")
     assert change.state == "open" and change.base_sha == theirs
     assert change.base_text == recipe_text("theirs")
-    change = change_request_approve(change=change, user=linus)
+    change = change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     assert change.state == "merged"
     assert Recipe.objects.get(name="report").latest.spec["description"] == "both"
 
@@ -152,7 +152,7 @@ def test_a_broken_change_merges_but_the_good_version_keeps_running(work, grace, 
     recipes_sync()
     good = Recipe.objects.get(name="report").good
     change = change_request_open(user=grace, kind="task", name="report", text=BROKEN)
-    change_request_approve(change=change, user=linus)
+    change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     recipe, version = recipe_for_run(kind="task", name="report")
     assert version == good
     assert not recipe.latest.valid
@@ -176,11 +176,11 @@ def test_requesting_changes_then_revising(work, grace, linus):
 def test_rename_and_delete_are_change_requests_too(work, grace, linus):
     recipes_sync()
     rename = change_request_rename(user=grace, kind="task", name="report", new_name="summary")
-    change_request_approve(change=rename, user=linus)
+    change_request_approve(change=rename, user=linus, seen_head=rename.head_sha)
     assert Recipe.objects.get(name="report").archived
     assert Recipe.objects.get(name="summary").latest.text == recipe_text()
     delete = change_request_delete(user=grace, kind="web", name="scout", message="Not needed")
-    change_request_approve(change=delete, user=linus)
+    change_request_approve(change=delete, user=linus, seen_head=delete.head_sha)
     scout = Recipe.objects.get(name="scout")
     assert scout.archived and scout.versions.count() == 1
 
@@ -188,7 +188,7 @@ def test_rename_and_delete_are_change_requests_too(work, grace, linus):
 def test_create_from_scratch(work, grace, linus):
     change = change_request_open(user=grace, kind="task", name="fresh", text=recipe_text("new"), create=True)
     assert change.base_text == "" and change.action == "create"
-    change_request_approve(change=change, user=linus)
+    change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     assert Recipe.objects.get(name="fresh").good.spec["description"] == "new"
 
 
@@ -200,14 +200,14 @@ def test_closing_keeps_the_branch(work, grace, linus):
     assert change.state == "closed"
     assert branch_head(work.path, change.branch) == change.head_sha
     with pytest.raises(ReviewError):
-        change_request_approve(change=change, user=linus)
+        change_request_approve(change=change, user=linus, seen_head=change.head_sha)
 
 
 def test_two_approvals_at_once_merge_once(work, grace, linus):
     change = change_request_open(user=grace, kind="task", name="report", text=recipe_text("x"))
     ChangeRequest.objects.filter(pk=change.pk).update(state="merging")  # another approver holds it
     with pytest.raises(ReviewError, match="not open"):
-        change_request_approve(change=change, user=linus)
+        change_request_approve(change=change, user=linus, seen_head=change.head_sha)
 
 
 def test_a_claim_left_by_a_dead_process_expires(work, grace, linus):
@@ -221,7 +221,7 @@ def test_a_claim_left_by_a_dead_process_expires(work, grace, linus):
     ChangeRequest.objects.filter(pk=change.pk).update(
         state="merging", updated_at=timezone.now() - timedelta(minutes=11)
     )
-    change = change_request_approve(change=change, user=linus)
+    change = change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     assert change.state == "merged" and change.merged_sha == change.head_sha
 
 
@@ -232,7 +232,7 @@ def test_with_a_remote_a_concurrent_push_between_edit_and_approve(remote, grace,
     assert git(remote.bare, "rev-parse", f"refs/heads/{change.branch}") == change.head_sha
     remote.commit("Pushed meanwhile", webs__scout=recipe_text("pushed"))
     remote.push()
-    change = change_request_approve(change=change, user=linus)
+    change = change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     assert change.state == "merged"
     remote_main = git(remote.bare, "rev-parse", "refs/heads/main")
     assert remote_main == change.merged_sha
@@ -247,7 +247,7 @@ def test_with_a_remote_a_conflicting_push_leaves_both_sides_intact(remote, grace
     remote.commit("Theirs", tasks__report=recipe_text("theirs"))
     remote.push()
     pushed = git(remote.bare, "rev-parse", "refs/heads/main")
-    change = change_request_approve(change=change, user=linus)
+    change = change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     assert change.state == "conflict" and change.conflicts == [REPORT]
     assert git(remote.bare, "rev-parse", "refs/heads/main") == pushed
     assert git(remote.bare, "rev-parse", f"refs/heads/{change.branch}") == change.head_sha
@@ -268,7 +268,7 @@ def test_with_a_remote_a_push_that_races_the_merge_is_retried(remote, grace, lin
         return real_publish(self, branch, new, old)
 
     monkeypatch.setattr(GitRepo, "publish", publish_after_someone_else)
-    change = change_request_approve(change=change, user=linus)
+    change = change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     assert change.state == "merged" and raced
     names = {r.name: r.latest.spec["description"] for r in Recipe.objects.select_related("latest")}
     assert names == {"report": "ours", "scout": "raced"}
@@ -284,7 +284,7 @@ def test_a_failed_merge_puts_the_request_back(work, grace, linus, monkeypatch):
 
     monkeypatch.setattr(GitRepo, "publish", always_moved)
     with pytest.raises(ReviewError, match="kept moving"):
-        change_request_approve(change=change, user=linus)
+        change_request_approve(change=change, user=linus, seen_head=change.head_sha)
     change.refresh_from_db()
     assert change.state == "open"
     assert not ReviewComment.objects.filter(verdict="approve").exists()

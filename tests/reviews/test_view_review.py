@@ -38,11 +38,12 @@ def test_the_whole_loop_edit_review_approve_history(grace, linus, work):
     assert '<tr class="diff-add">' in page and "+      size: 5b" in page
     assert "You cannot approve your own change" in page
     assert "Approve and merge" not in page
-    assert grace.post(f"/changes/{change.pk}/approve/").status_code == 403
+    assert grace.post(f"/changes/{change.pk}/approve/", {"head": change.head_sha}).status_code == 403
 
     page = linus.get(f"/changes/{change.pk}/").content.decode()
     assert "Approve and merge" in page
-    page = linus.post(f"/changes/{change.pk}/approve/", follow=True).content.decode()
+    assert f'<input type="hidden" name="head" value="{change.head_sha}">' in page
+    page = linus.post(f"/changes/{change.pk}/approve/", {"head": change.head_sha}, follow=True).content.decode()
     assert "Merged into main and synced." in page
     change.refresh_from_db()
     assert change.state == "merged" and work.head() == change.merged_sha
@@ -57,12 +58,13 @@ def test_a_viewer_reads_but_cannot_review(grace, work):
     viewer = login(Client(), make_user("vera", role="viewer"))
     page = viewer.get(f"/changes/{change.pk}/").content.decode()
     assert "Approve and merge" not in page and "Request changes" not in page
-    assert viewer.post(f"/changes/{change.pk}/approve/").status_code == 403
+    assert viewer.post(f"/changes/{change.pk}/approve/", {"head": change.head_sha}).status_code == 403
     assert viewer.post(f"/changes/{change.pk}/request-changes/").status_code == 403
     assert viewer.post(f"/changes/{change.pk}/close/").status_code == 403
     assert viewer.get(f"/changes/{change.pk}/edit/").status_code == 403
-    viewer.post(f"/changes/{change.pk}/comment/", {"body": "Looks fine to me"})
-    assert "Looks fine to me" in viewer.get(f"/changes/{change.pk}/").content.decode()
+    # commenting needs the review role too (see tests/reviews/test_review_security.py)
+    assert viewer.post(f"/changes/{change.pk}/comment/", {"body": "Looks fine to me"}).status_code == 403
+    assert "Looks fine to me" not in viewer.get(f"/changes/{change.pk}/").content.decode()
     change.refresh_from_db()
     assert change.state == "open"
 
@@ -86,7 +88,7 @@ def test_request_changes_and_revise(grace, linus):
 def test_a_conflict_says_so_and_the_author_resolves_it(grace, linus, work):
     change = propose(grace)
     work.commit("Edited elsewhere", tasks__report=recipe_text("elsewhere"))
-    page = linus.post(f"/changes/{change.pk}/approve/", follow=True).content.decode()
+    page = linus.post(f"/changes/{change.pk}/approve/", {"head": change.head_sha}, follow=True).content.decode()
     assert "Conflict: not merged" in page
     assert "<li><code>.rysh/automations/tasks/report.md</code></li>" in page
     assert "Nothing was lost" in page
@@ -94,7 +96,8 @@ def test_a_conflict_says_so_and_the_author_resolves_it(grace, linus, work):
     assert "main has changed this file since the change was made" in page
     assert "-description: elsewhere" in page  # main now → your text
     grace.post(f"/changes/{change.pk}/edit/", {"text": recipe_text("merged by hand"), "message": "Resolve"})
-    linus.post(f"/changes/{change.pk}/approve/")
+    change.refresh_from_db()
+    linus.post(f"/changes/{change.pk}/approve/", {"head": change.head_sha})
     change.refresh_from_db()
     assert change.state == "merged"
     assert Recipe.objects.get(name="report").latest.spec["description"] == "merged by hand"

@@ -2,11 +2,15 @@
 the recipe catalogue, the every-minute sync schedule, and a login.
 
 Idempotent: an existing repository or any existing user is left alone; the sync and the
-schedule are safe to repeat.
+schedule are safe to repeat. Each demo login gets its own random password, printed when it is
+made and kept in DATA_DIR/demo-login (0600); a re-run keeps them, except that demo users an older
+seed_demo gave one shared password get their own.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -16,6 +20,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
+from django.db import transaction
 
 from catalogue.repo import RepoError, is_remote
 from catalogue.sync import recipes_sync
@@ -25,7 +30,15 @@ DEMO_SOURCE = Path(settings.BASE_DIR) / "demo" / "recipes"
 GIT_AUTHOR = ["-c", "user.name=rysh demo", "-c", "user.email=demo@rysh.invalid"]
 
 
-DEMO_ROLES = (("reviewer", "editor"), ("operator", "operator"), ("viewer", "viewer"))
+# One login per role, so a second person can review and roles can be tried. Each gets its own
+# password: a shared one would let whoever holds the viewer login sign in as the admin, and one
+# person act as two reviewers. Most privileged first; see _fix_shared.
+DEMO_USERS = (("demo", "admin"), ("reviewer", "editor"), ("operator", "operator"), ("viewer", "viewer"))
+LOGIN_LINE = re.compile(r"\s*(\S+) / (\S+)")
+
+
+def new_password() -> str:
+    return secrets.token_urlsafe(12)
 
 
 class Command(BaseCommand):
@@ -60,24 +73,86 @@ class Command(BaseCommand):
             subprocess.run(["git", "-C", str(repo), *command], check=True)
         self.stdout.write(f"recipes: created the demo repository at {repo}")
 
+    @transaction.atomic  # a password changed here is kept only if the file below was written
     def _seed_login(self, remembered: Path) -> None:
         User = get_user_model()
-        if remembered.exists() and User.objects.filter(username="demo").exists():
-            for line in remembered.read_text().strip().splitlines():
-                self.stdout.write(f"login:   {line}")
-            return
-        if User.objects.exists():
-            return  # a real team is here; never add a known login beside it
-        password = secrets.token_urlsafe(9)
-        User.objects.create_superuser("demo", "demo@rysh.invalid", password)
-        lines = [f"demo / {password}   (admin)"]
-        # one demo login per role, so a second person can review and roles can be tried
-        for username, role in DEMO_ROLES:
-            user = User.objects.create_user(username, f"{username}@rysh.invalid", password)
-            user.groups.add(Group.objects.get_or_create(name=role)[0])
-            lines.append(f"{username} / {password}   ({role})")
-        remembered.touch(mode=0o600)
-        remembered.write_text("\n".join(lines) + "\n")
-        for line in lines:
-            self.stdout.write(f"login:   {line}")
-        self.stdout.write(f"         (created; kept in {remembered})")
+        users = {u.username: u for u in User.objects.filter(username__in=[name for name, _ in DEMO_USERS])}
+        if "demo" not in users:
+            if User.objects.exists():
+                return  # a real team is here; never add a known login beside it
+            users, passwords = self._create_users(User)
+            changed = set(passwords)
+        elif not remembered.exists():
+            return  # seeded elsewhere, or the file was removed: nothing known to fix or print
+        else:
+            passwords = self._still_valid(users, read_logins(remembered))
+            changed = self._fix_shared(users, passwords)
+        write_private(
+            remembered,
+            "".join(login_line(name, role, passwords.get(name)) + "\n" for name, role in DEMO_USERS if name in users),
+        )
+        for name, role in DEMO_USERS:
+            if name in changed:  # a password is printed once: when it is made
+                self.stdout.write(f"login:   {login_line(name, role, passwords[name])}")
+        kept = [name for name, _ in DEMO_USERS if name in users and name not in changed]
+        if kept:
+            self.stdout.write(f"login:   {', '.join(kept)}: passwords unchanged")
+        self.stdout.write(f"         (kept in {remembered}, mode 0600)")
+
+    @staticmethod
+    def _create_users(User) -> tuple[dict, dict[str, str]]:
+        users, passwords = {}, {}
+        for name, role in DEMO_USERS:
+            passwords[name] = new_password()
+            if role == "admin":
+                users[name] = User.objects.create_superuser(name, f"{name}@rysh.invalid", passwords[name])
+            else:
+                users[name] = User.objects.create_user(name, f"{name}@rysh.invalid", passwords[name])
+                users[name].groups.add(Group.objects.get_or_create(name=role)[0])
+        return users, passwords
+
+    @staticmethod
+    def _still_valid(users: dict, logins: dict[str, str]) -> dict[str, str]:
+        """The remembered passwords that still sign their user in (a changed one is the user's)."""
+        return {name: pw for name, pw in logins.items() if name in users and users[name].check_password(pw)}
+
+    @staticmethod
+    def _fix_shared(users: dict, passwords: dict[str, str]) -> set[str]:
+        """Give a fresh password to every demo user that shares one (seeded by an older
+        seed_demo). The least privileged of each group keeps it: whoever knows it is then only
+        that user. Returns the users whose password changed."""
+        changed = set()
+        holders: dict[str, list[str]] = {}
+        for name, _ in DEMO_USERS:
+            if name in passwords:
+                holders.setdefault(passwords[name], []).append(name)
+        for names in holders.values():
+            for name in names[:-1]:
+                passwords[name] = new_password()
+                users[name].set_password(passwords[name])
+                users[name].save(update_fields=["password"])
+                changed.add(name)
+        return changed
+
+
+def login_line(name: str, role: str, password: str | None) -> str:
+    if password is None:
+        return f"{name}   ({role}; password changed since seeding, not known here)"
+    return f"{name} / {password}   ({role})"
+
+
+def read_logins(path: Path) -> dict[str, str]:
+    """{username: password} from lines `name / PASSWORD   (role)`."""
+    found = {}
+    for line in path.read_text().splitlines():
+        if m := LOGIN_LINE.match(line):
+            found[m.group(1)] = m.group(2)
+    return found
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to `path`, mode 0600 before the first byte (an older file may be 0644)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        os.fchmod(fd, 0o600)
+        handle.write(text)
