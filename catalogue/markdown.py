@@ -3,18 +3,21 @@
 markdown-it-py with raw HTML off (a `<script>` in a prompt is shown as text), links limited to
 http(s), mailto and relative targets (no `javascript:`, `data:` or `file:`), and every link marked
 `rel="nofollow noopener noreferrer"`. Images are shown as their alt text: a prompt is no place for
-a tracking pixel.
+a tracking pixel. Input is capped at MAX_MARKDOWN_CHARS: the rest is cut, and the page says so.
 """
 
 from __future__ import annotations
 
 import re
 
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
 _SCHEME = re.compile(r"\s*([a-z][a-z0-9+.\-]*):", re.IGNORECASE)
 _ALLOWED_SCHEMES = {"http", "https", "mailto"}
+# The same size as a recipe's cap (catalogue.recipe.MAX_RECIPE_BYTES): rendering stays cheap.
+MAX_MARKDOWN_CHARS = 256 * 1024
 _INVISIBLE = re.compile(r"[\x00-\x20\x7f]|%[01][0-9a-f]|%20|%7f", re.IGNORECASE)
 
 
@@ -46,5 +49,17 @@ def _build() -> MarkdownIt:
 _MD = _build()
 
 
-def render_markdown(text: str) -> SafeString:
-    return mark_safe(_MD.render(text or ""))  # noqa: S308 - html is off, links are checked
+def render_markdown(text: str, *, limit: int = MAX_MARKDOWN_CHARS) -> SafeString:
+    text = text or ""
+    if len(text) <= limit:
+        return mark_safe(_MD.render(text))  # noqa: S308 - html is off, links are checked
+    shown = text[:limit]
+    cut = text.rfind("\n", 0, limit)  # cut at a line end when there is one
+    if cut > limit // 2:
+        shown = text[:cut]
+    note = format_html(
+        '<p class="markdown-cut"><em>Cut: the text is {} characters long; only the first {} are shown.</em></p>',
+        f"{len(text):,}",
+        f"{len(shown):,}",
+    )
+    return mark_safe(_MD.render(shown) + note)  # noqa: S308 - html is off, links are checked; note is escaped

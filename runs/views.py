@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 from collections.abc import Callable, Iterator
 from datetime import date, timedelta
@@ -267,9 +268,12 @@ def run_file(request: HttpRequest, pk: int, name: str) -> HttpResponse | FileRes
     target = _file_or_404(run.output_dir, name, "no such result file")
     if request.GET.get("download"):
         return FileResponse(target.open("rb"), as_attachment=True, filename=target.name)
-    data = target.read_bytes()[:TEXT_VIEW_LIMIT]
-    text = data.decode("utf-8", errors="replace")
-    rendered = render_markdown(text) if target.suffix.lower() in (".md", ".markdown") else None
+    head, truncated = _read_head(target, TEXT_VIEW_LIMIT)
+    binary = b"\0" in head
+    # a cut can split a character: an unfinished one at the end is dropped, not shown as garbage
+    text = "" if binary else codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=not truncated)
+    markdown = target.suffix.lower() in (".md", ".markdown")
+    rendered = render_markdown(text) if markdown and not binary else None
     return render(
         request,
         "runs/run_file.html",
@@ -278,9 +282,19 @@ def run_file(request: HttpRequest, pk: int, name: str) -> HttpResponse | FileRes
             "name": name,
             "text": text,
             "rendered": rendered,
-            "truncated": target.stat().st_size > TEXT_VIEW_LIMIT,
+            "truncated": truncated,
+            "binary": binary,
+            "limit_kb": TEXT_VIEW_LIMIT // 1024,
         },
     )
+
+
+def _read_head(target: Path, limit: int) -> tuple[bytes, bool]:
+    """At most `limit` bytes of a file, and whether it holds more: one byte past the limit is
+    read to know, never the whole file (a result can be a huge or binary download)."""
+    with target.open("rb") as f:
+        head = f.read(limit + 1)
+    return head[:limit], len(head) > limit
 
 
 # -- history -------------------------------------------------------------------------------------

@@ -10,13 +10,32 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from channels.security.websocket import OriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from runs.routing import websocket_urlpatterns  # noqa: E402
 
+
+class SiteOriginValidator(OriginValidator):
+    """Exact origins (scheme://host:port, settings.RYSH_WS_ORIGINS), read per connection, so another
+    port on an allowed host is refused (AllowedHostsOriginValidator matches the host alone)."""
+
+    def __init__(self, application):
+        super().__init__(application, allowed_origins=())
+
+    @property
+    def allowed_origins(self):
+        return settings.RYSH_WS_ORIGINS
+
+    @allowed_origins.setter
+    def allowed_origins(self, value):
+        pass  # always the settings' list
+
+
+websocket_app = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SiteOriginValidator(websocket_app),
     }
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 
@@ -149,6 +150,11 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+# Login throttling (rysh_site/throttle.py): this many failures within the window lock out the
+# username and the client address until the oldest leaves it. Counted in the default cache
+# (per-process LocMem unless CACHES is configured).
+RYSH_LOGIN_MAX_FAILURES = envint("RYSH_LOGIN_MAX_FAILURES", 5, minimum=1)
+RYSH_LOGIN_LOCKOUT_MINUTES = envint("RYSH_LOGIN_LOCKOUT_MINUTES", 15, minimum=1)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = envstr("TIME_ZONE", "UTC")
@@ -182,6 +188,21 @@ RYSH_PORT = envint("RYSH_PORT", 8000, minimum=1)
 RYSH_DEMO_SITE = envbool("RYSH_DEMO_SITE", True)
 # Where this dashboard is reached; a recipe `url: /demo-site/` is resolved against it.
 RYSH_SITE_URL = envstr("RYSH_SITE_URL", f"http://{RYSH_HOST}:{RYSH_PORT}").rstrip("/")
+
+
+def _ws_origins() -> list[str]:
+    """The exact origins (scheme://host:port) a websocket may come from: the site's own address,
+    CSRF_TRUSTED_ORIGINS, and each ALLOWED_HOSTS entry at RYSH_SITE_URL's port (rysh_site/asgi.py)."""
+    site = urlsplit(RYSH_SITE_URL)
+    port = site.port or (443 if site.scheme == "https" else 80)
+    origins = [f"{site.scheme}://{site.netloc}".lower()] + [o.rstrip("/") for o in CSRF_TRUSTED_ORIGINS]
+    for host in ALLOWED_HOSTS:
+        if host != "*":  # a wildcard host names no origin; list them in CSRF_TRUSTED_ORIGINS
+            origins += [f"http://{host}:{port}", f"https://{host}:{port}"]
+    return list(dict.fromkeys(origins))
+
+
+RYSH_WS_ORIGINS = _ws_origins()
 # System Chromium when present; empty: Playwright's own build (`playwright install chromium`).
 RYSH_CHROMIUM = envstr("RYSH_CHROMIUM", shutil.which("chromium") or shutil.which("chromium-browser") or "")
 RYSH_PROFILES_DIR = DATA_DIR / "profiles"  # persistent browser profiles, mode 0700

@@ -23,12 +23,24 @@ from __future__ import annotations
 import os
 import pathlib
 
-from catalogue.recipe.fields import HOMES, NAME_RE, default_output_dir, read_recipe
+from catalogue.recipe.fields import (
+    HOMES,
+    NAME_RE,
+    default_output_dir,
+    foreign_output_dir,
+    own_output_dir,
+    read_recipe,
+)
 from catalogue.recipe.placeholders import placeholders, render, unfilled_placeholders
 from catalogue.recipe.reader import Reader, RecipeError, RecipeIssue, split_frontmatter
 from catalogue.spec import RecipeSpec
 
+# A recipe is a page of instructions; anything bigger is refused before YAML is parsed, so
+# reading, checking and diffing one stays cheap (the same cap guards the markdown view).
+MAX_RECIPE_BYTES = 256 * 1024
+
 __all__ = [
+    "MAX_RECIPE_BYTES",
     "NAME_RE",
     "RecipeError",
     "RecipeIssue",
@@ -50,6 +62,9 @@ def parse_recipe(text: str, *, path: str | os.PathLike, kind: str | None = None,
     """
     path = os.fspath(path)
     label = os.path.basename(path) or path
+    # Measured in UTF-8 bytes, as the file is; a character takes at most 4 of them.
+    if len(text) * 4 > MAX_RECIPE_BYTES and (size := len(text.encode("utf-8", "surrogatepass"))) > MAX_RECIPE_BYTES:
+        raise _too_big(label, size)
     front = split_frontmatter(text, label)
     reader = Reader(label, front.first_line, HOMES)
     try:
@@ -73,7 +88,15 @@ def load_recipe(path: str | os.PathLike, *, kind: str | None = None) -> RecipeSp
     """Read a recipe file (UTF-8) and parse it; unreadable files are a RecipeError too."""
     label = os.path.basename(os.fspath(path))
     try:
-        text = pathlib.Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_RECIPE_BYTES:
+                raise _too_big(label, size)
+            data = handle.read(MAX_RECIPE_BYTES + 1)  # a file still growing is capped too
+        if len(data) > MAX_RECIPE_BYTES:
+            raise _too_big(label, len(data), more=True)
+        # as text mode reads it: \r\n and \r become \n
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as exc:
         raise RecipeError(
             [RecipeIssue(label, None, "file", f"is not UTF-8 text ({exc.reason} at byte {exc.start})")]
@@ -83,8 +106,24 @@ def load_recipe(path: str | os.PathLike, *, kind: str | None = None) -> RecipeSp
     return parse_recipe(text, path=path, kind=kind)
 
 
+def _too_big(label: str, size: int, *, more: bool = False) -> RecipeError:
+    got = f"more than {MAX_RECIPE_BYTES:,} bytes" if more else f"{size:,} bytes"
+    return RecipeError(
+        [
+            RecipeIssue(
+                label,
+                None,
+                "file",
+                f"expected a recipe of at most {MAX_RECIPE_BYTES:,} bytes ({MAX_RECIPE_BYTES // 1024} KB), "
+                f"got {got}: it is refused before its YAML is read; make it smaller",
+            )
+        ]
+    )
+
+
 def resolve_output_dir(spec: RecipeSpec, results_root: str | os.PathLike) -> pathlib.Path:
-    """The real (symlink-free) output folder, refused unless it is inside the results root."""
+    """The real (symlink-free) output folder, refused unless it is inside the results root and is
+    not the root itself nor another recipe's `webs/<name>`/`tasks/<name>` folder."""
     relative = spec.output_dir or default_output_dir(spec.kind, spec.name)
     label = os.path.basename(spec.path) or spec.path
 
@@ -97,12 +136,20 @@ def resolve_output_dir(spec: RecipeSpec, results_root: str | os.PathLike) -> pat
         target = os.path.realpath(lexical)
     except (OSError, ValueError) as exc:
         raise refuse(f"{relative!r} cannot be resolved: {exc}") from None
-    if _inside(target, root):
-        return pathlib.Path(target)
-    how = " through a symbolic link" if _inside(lexical, root) else ""
-    raise refuse(
-        f"{relative!r} leads{how} to {target}, outside the results root {root}: output_dir must stay inside it"
-    )
+    if not _inside(target, root):
+        how = " through a symbolic link" if _inside(lexical, root) else ""
+        raise refuse(
+            f"{relative!r} leads{how} to {target}, outside the results root {root}: output_dir must stay inside it"
+        )
+    # Inside the root, but maybe the root itself or another recipe's folder (as written, or
+    # where a symbolic link leads): refused, so one recipe cannot fill or read another's results.
+    for where, how in ((lexical, ""), (target, " through a symbolic link")):
+        foreign = foreign_output_dir(os.path.relpath(where, root).replace(os.sep, "/"), spec.kind, spec.name)
+        if foreign is not None:
+            raise refuse(
+                f"expected {own_output_dir(spec.kind, spec.name)}, got {relative!r}, which leads{how} to {foreign}"
+            )
+    return pathlib.Path(target)
 
 
 def _inside(path: str, root: str) -> bool:

@@ -101,7 +101,7 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
             "web_read": functools.partial(r.choice, options=("text", "screenshot")),
             "record": r.boolean,
             "args": functools.partial(_read_arg_names, r),
-            "output_dir": functools.partial(_read_output_dir, r),
+            "output_dir": functools.partial(_read_output_dir, r, kind=kind, name=name),
             "schedule": functools.partial(_read_schedule, r),
             "approve": functools.partial(_read_tool_names, r),
             "allowed_domains": functools.partial(_read_domains, r),
@@ -117,6 +117,35 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
 
 def default_output_dir(kind: str, name: str) -> str:
     return f"{Kind(kind).folder}/{name}/results"
+
+
+def own_output_dir(kind: str | None, name: str | None) -> str:
+    """How to say where a recipe's results may go, for messages."""
+    mine = f"{Kind(kind).folder}/{name}/..." if kind is not None and name is not None else "..."
+    return f"a folder of this recipe's own ({mine}, or a folder outside webs/ and tasks/)"
+
+
+def foreign_output_dir(relative: str, kind: str | None, name: str | None) -> str | None:
+    """Why a normalised, root-relative output_dir is not this recipe's own, or None when it is.
+
+    The results root is shared: `webs/<name>/` and `tasks/<name>/` belong to the recipes of
+    those names, so a recipe may only use its own `<folder>/<name>/...` there; the root itself
+    (`.`) and the bare `webs`/`tasks` folders hold everybody's results. A folder of its own
+    outside `webs/` and `tasks/` (`halilagin-medium/results`) stays allowed.
+    """
+    parts = [part for part in relative.split("/") if part]
+    if not parts or parts == ["."]:
+        return "the results root itself, shared by every recipe"
+    top = parts[0].casefold()  # results may sit on a case-insensitive file system
+    if top not in KINDS:
+        return None
+    if len(parts) == 1:
+        return f"the {parts[0]} folder, shared by every {Kind.of_folder(top)} recipe"
+    if kind is None or name is None:  # already refused for its kind or name
+        return None
+    if top == Kind(kind).folder and parts[1].casefold() == name:
+        return None
+    return f"the results folder of another recipe ({parts[0]}/{parts[1]})"
 
 
 def _resolve_kind(r: Reader, path: str, kind_arg: str | None, node: yaml.Node | None) -> Kind | None:
@@ -225,8 +254,8 @@ def _read_domains(r: Reader, node, field) -> tuple[str, ...] | None:
     return tuple(hosts)
 
 
-def _read_output_dir(r: Reader, node, field) -> str | None:
-    """A relative path that stays inside the results root, normalised with '/'."""
+def _read_output_dir(r: Reader, node, field, *, kind: Kind | None, name: str | None) -> str | None:
+    """A relative path inside the results root and not another recipe's folder, normalised with '/'."""
     value = r.text(node, field)
     if value is None:
         return None
@@ -238,6 +267,8 @@ def _read_output_dir(r: Reader, node, field) -> str | None:
         r.add(node, field, f"expected a folder relative to the results root, got {value!r} (an absolute path)")
     elif normal == ".." or normal.startswith("../"):
         r.add(node, field, f"{value!r} climbs out of the results root with '..': output_dir must stay inside it")
+    elif (foreign := foreign_output_dir(normal, kind, name)) is not None:
+        r.add(node, field, f"expected {own_output_dir(kind, name)}, got {value!r}: {foreign}")
     else:
         return normal
     return None

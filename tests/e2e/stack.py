@@ -147,6 +147,7 @@ class Stack:
 
     def start_web(self) -> None:
         self.port = free_port()
+        self.env["RYSH_PORT"] = str(self.port)  # the websocket origin check wants the real port
         proc = self._spawn(
             "daphne",
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "rysh_site.asgi:application"],

@@ -11,7 +11,7 @@ from runs.models import Run
 from rysh_site.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ORIGIN = (b"origin", b"http://127.0.0.1")
+ORIGIN = (b"origin", b"http://127.0.0.1:8000")  # exact origins: RYSH_SITE_URL's port
 
 
 def session_cookie(user) -> tuple[bytes, bytes]:
