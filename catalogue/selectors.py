@@ -9,7 +9,7 @@ from budgets.plan import resolve
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe import RecipeError, parse_recipe
-from catalogue.spec import FOLDERS, RecipeSpec
+from catalogue.spec import FOLDERS, KINDS, RecipeSpec
 from runs.models import Run
 
 RECENT_RUNS = 20
@@ -90,3 +90,30 @@ def recipe_args(recipe: Recipe) -> list[str]:
         return list(parse_recipe(recipe.good.text, path=recipe.good.path, kind=recipe.kind).args)
     except RecipeError:
         return []
+
+
+def results_folder_owner(*, kind: str, name: str, output_dir: str) -> Recipe | None:
+    """The recipe that already owns a custom results folder (one outside webs/ and tasks/) this
+    recipe's `output_dir` equals, sits in or holds: None when the folder is free or its own.
+
+    A folder belongs to the first recipe that claimed it (the older catalogue entry), so a later
+    recipe cannot read or overwrite another's results by naming the same folder. Folders under
+    webs/<name>/ and tasks/<name>/ are confined by the recipe reader already.
+    """
+    mine = _folder_parts(output_dir)
+    if not mine or mine[0] in KINDS:
+        return None
+    me = Recipe.objects.filter(kind=kind, name=name, archived=False).values_list("pk", flat=True).first()
+    others = Recipe.objects.filter(archived=False, good__isnull=False).exclude(kind=kind, name=name)
+    if me is not None:
+        others = others.filter(pk__lt=me)
+    for other in others.select_related("good").defer("good__text", "good__message").order_by("pk"):
+        theirs = _folder_parts((other.good.spec or {}).get("output_dir") or "")
+        if theirs and (mine[: len(theirs)] == theirs or theirs[: len(mine)] == mine):
+            return other
+    return None
+
+
+def _folder_parts(relative: str) -> list[str]:
+    """A root-relative folder as comparable parts (results may sit on a case-insensitive disk)."""
+    return [part.casefold() for part in relative.replace("\\", "/").split("/") if part and part != "."]

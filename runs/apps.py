@@ -3,15 +3,23 @@ from django.db.models.signals import post_migrate
 
 SWEEP_SCHEDULE = "rysh: sweep lost runs"
 SWEEP_FUNC = "runs.worker.sweep_lost_runs"
+SESSIONS_SCHEDULE = "rysh: clear expired sessions"
+SESSIONS_FUNC = "django.core.management.call_command"
 
 
 def ensure_sweep_schedule(sender, **kwargs) -> None:
-    """The lost-worker sweeper runs every minute on whichever cluster is up."""
+    """The lost-worker sweeper runs every minute on whichever cluster is up; expired sessions are
+    cleared every hour."""
     from django_q.models import Schedule  # models load after the app registry is ready
 
     Schedule.objects.update_or_create(
         name=SWEEP_SCHEDULE,
         defaults={"func": SWEEP_FUNC, "schedule_type": Schedule.MINUTES, "minutes": 1, "repeats": -1},
+    )
+    # Expired sessions (logins, the demo site's visitors) leave the database once an hour.
+    Schedule.objects.update_or_create(
+        name=SESSIONS_SCHEDULE,
+        defaults={"func": SESSIONS_FUNC, "args": "'clearsessions'", "schedule_type": Schedule.HOURLY, "repeats": -1},
     )
 
 

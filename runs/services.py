@@ -22,6 +22,7 @@ from agents.providers import ProviderError, choose_provider, preflight_anthropic
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe import RecipeError, resolve_output_dir
+from catalogue.selectors import results_folder_owner
 from catalogue.spec import Kind
 from catalogue.workdir import find_recipe
 from runs import approvals, events
@@ -125,6 +126,13 @@ def run_start(
         output_dir = resolve_output_dir(spec, settings.RYSH_RESULTS_DIR)
     except (RecipeError, OverrideError) as exc:
         raise RunRefused(str(exc)) from None
+    owner = results_folder_owner(kind=spec.kind, name=spec.name, output_dir=spec.output_dir or "")
+    if owner is not None:
+        raise RunRefused(
+            f"{spec.target}: output_dir {spec.output_dir!r} is the results folder of {owner.target} "
+            f"(it claimed {owner.good.spec.get('output_dir')!r} first); give this recipe a folder of its own "
+            f"({Kind(spec.kind).folder}/{spec.name}/… or a new folder outside webs/ and tasks/)"
+        )
     if len(args) < len(spec.args):
         missing = ", ".join(spec.args[len(args) :])
         raise RunRefused(f"{spec.target} needs {len(spec.args)} argument(s): {' '.join(spec.args)}; missing: {missing}")

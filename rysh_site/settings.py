@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "rysh_site.headers.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -170,9 +171,21 @@ WHITENOISE_USE_FINDERS = True  # serve straight from static/ without collectstat
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from hx-headers, not the cookie
 X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+# Behind a proxy that terminates HTTPS (README "Security"): RYSH_HTTPS=true makes the cookies
+# secure, trusts the proxy's X-Forwarded-Proto (the proxy must set it, overwriting the client's),
+# redirects plain HTTP to HTTPS and sends HSTS (RYSH_HSTS_SECONDS, a year by default; start small
+# while trying it: browsers remember it).
+RYSH_HTTPS = envbool("RYSH_HTTPS", False)
+if RYSH_HTTPS:
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SECURE_HSTS_SECONDS = envint("RYSH_HSTS_SECONDS", 31_536_000, minimum=0)
 
 # rysh
-RYSH_RECIPES_REPO = envstr("RYSH_RECIPES_REPO", str(DATA_DIR / "demo-recipes"))
+DEMO_RECIPES_REPO = str(DATA_DIR / "demo-recipes")  # `make run` seeds it (manage.py seed_demo)
+RYSH_RECIPES_REPO = envstr("RYSH_RECIPES_REPO", DEMO_RECIPES_REPO)
 RYSH_RECIPES_BRANCH = envstr("RYSH_RECIPES_BRANCH", "main")
 RYSH_RESULTS_DIR = Path(envstr("RYSH_RESULTS_DIR", str(DATA_DIR / "results"))).resolve()
 RYSH_EXECUTOR_MODEL = envstr("RYSH_EXECUTOR_MODEL", "claude-sonnet-4-6")
@@ -184,8 +197,9 @@ RYSH_WORKER_LOST_RETRIES = envint("RYSH_WORKER_LOST_RETRIES", 2, minimum=0)
 # web recipes (agents/browser.py)
 RYSH_HOST = envstr("RYSH_HOST", "127.0.0.1")
 RYSH_PORT = envint("RYSH_PORT", 8000, minimum=1)
-# Tiny Press, the offline web demo's target site, served at /demo-site/ (public, no login)
-RYSH_DEMO_SITE = envbool("RYSH_DEMO_SITE", True)
+# Tiny Press, the offline web demo's target site, served at /demo-site/ (public, no login).
+# On only while the demo is: the recipes come from the seeded demo repository (the default).
+RYSH_DEMO_SITE = envbool("RYSH_DEMO_SITE", RYSH_RECIPES_REPO == DEMO_RECIPES_REPO)
 # Where this dashboard is reached; a recipe `url: /demo-site/` is resolved against it.
 RYSH_SITE_URL = envstr("RYSH_SITE_URL", f"http://{RYSH_HOST}:{RYSH_PORT}").rstrip("/")
 

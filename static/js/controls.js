@@ -19,3 +19,10 @@ document.addEventListener("click", function (event) {
   htmx.ajax("POST", button.getAttribute("data-control-url"),
             {source: document.body, swap: "none", values: values});
 });
+
+// A plain form that asks first (<form data-confirm="…">): the Content-Security-Policy allows no
+// inline handlers, so the question is asked here.
+document.addEventListener("submit", function (event) {
+  var question = event.target.getAttribute && event.target.getAttribute("data-confirm");
+  if (question && !window.confirm(question)) event.preventDefault();
+});

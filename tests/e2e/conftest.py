@@ -123,21 +123,32 @@ def browser():
 
 @pytest.fixture
 def as_user(stack, browser):
-    """as_user("operator") -> a logged-in page in a fresh context (closed after the test)."""
+    """as_user("operator") -> a logged-in page in a fresh context (closed after the test).
+
+    Every page the test opens is watched for Content-Security-Policy refusals: a script, style
+    or socket the policy blocks fails the test, so the pages keep working under the policy."""
     contexts = []
+    refused: list[str] = []
+
+    def watch(message) -> None:
+        if "Content Security Policy" in message.text:
+            refused.append(message.text)
 
     def open_page(username: str | None):
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         context.set_default_timeout(20_000)
         contexts.append(context)
         page = context.new_page()
+        page.on("console", watch)
         if username:
             login(page, stack.url, username, stack.logins()[username])
         return page
 
+    open_page.refused = refused  # a test that provokes a refusal on purpose checks and clears it
     yield open_page
     for context in contexts:
         context.close()
+    assert not refused, f"the Content-Security-Policy refused: {refused}"
 
 
 @pytest.fixture(autouse=True)

@@ -341,7 +341,32 @@ def test_it_shows_markup_from_a_run_as_text(stack, as_user):
         no_injection()
     page.wait_for_timeout(300)
     assert dialogs == []
-    # the detectors work: the same markup, injected for real, fires a dialog and is found
+    # the detectors work: the same markup, injected for real, is found, and on a page without the
+    # dashboard's Content-Security-Policy it fires its dialog
     page.evaluate("(html) => document.body.insertAdjacentHTML('beforeend', html)", HOSTILE)
     page.wait_for_timeout(300)
-    assert dialogs == ["img"] and page.locator("img[src='x']").count() == 1
+    assert page.locator("img[src='x']").count() == 1
+    # on the dashboard the policy is the second wall: the handler is refused, nothing runs
+    assert dialogs == [] and any("inline event handler" in m for m in as_user.refused), as_user.refused
+    as_user.refused.clear()
+    page.goto("about:blank")  # a page without the policy
+    page.set_content(f"<body>{HOSTILE}</body>")
+    page.wait_for_timeout(300)
+    assert dialogs == ["img"]
+
+
+def test_pages_work_under_the_content_security_policy(stack, as_user):
+    """Every response carries the policy; the editor's script and the demo site's styles, once
+    inline, still work (as_user fails the test on any refusal the browser reports)."""
+    page = as_user("reviewer")
+    response = page.goto(f"{stack.url}/recipes/task/reading-list/edit/")
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self';" in policy and "frame-ancestors 'none'" in policy
+    page.wait_for_selector("#gutter span")
+    before = page.locator("#gutter span").count()
+    page.locator("#recipe-text").focus()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("\nanother line\nand one more")
+    page.wait_for_function(f"document.querySelectorAll('#gutter span').length === {before + 2}")
+    page.goto(f"{stack.url}/demo-site/")
+    assert "Georgia" in page.evaluate("getComputedStyle(document.body).fontFamily")
