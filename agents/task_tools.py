@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
+from agents.domains import host_allowed
 from agents.ports import ToolResult
 from budgets.guard import cut_marker
 from rysh_site.paths import UnsafePath, safe_child
@@ -226,8 +227,10 @@ def http_get(
     timeout: float = HTTP_TIMEOUT,
     room_chars: int | None = None,
     refused: Sequence[tuple[_Network, str]] = REFUSED_NETWORKS,
+    allowed_domains: tuple[str, ...] = (),
 ) -> ToolResult:
-    """GET a URL, following at most HTTP_MAX_REDIRECTS redirects, each hop checked by the guard."""
+    """GET a URL, following at most HTTP_MAX_REDIRECTS redirects, each hop checked by the guard
+    and, when the recipe names `allowed_domains`, by that list."""
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         return ToolResult("http_get: url must start with http:// or https://", is_error=True)
     current = url
@@ -241,6 +244,13 @@ def http_get(
             port = parts.port
         except ValueError:
             return ToolResult(f"http_get: {current} has a bad port", is_error=True)
+        if allowed_domains and not host_allowed(parts.hostname, allowed_domains):
+            how = "" if current == url else f" (redirected from {_shown_url(url)})"
+            return ToolResult(
+                f"http_get: refused {_shown_url(current)}{how}: {parts.hostname} is outside this recipe's "
+                f"allowed_domains ({', '.join(allowed_domains)})",
+                is_error=True,
+            )
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         # an explicit port keeps http.client from parsing one out of an IPv6 literal
         conn = kind(parts.hostname, port or kind.default_port, timeout=timeout)
@@ -282,8 +292,9 @@ def http_get(
 class TaskTools:
     """The tools port of a task recipe: results plus HTTP GET."""
 
-    def __init__(self, output_dir: Path):
+    def __init__(self, output_dir: Path, allowed_domains: tuple[str, ...] = ()):
         self.results = ResultsTools(output_dir)
+        self.allowed_domains = tuple(d.lower() for d in allowed_domains)
 
     @property
     def room_chars(self) -> int | None:
@@ -300,5 +311,7 @@ class TaskTools:
         if not isinstance(arguments, dict):
             return ToolResult(f"{name}: arguments must be an object", is_error=True)
         if name == "http_get":
-            return http_get(arguments.get("url"), room_chars=self.results.room_chars)
+            return http_get(
+                arguments.get("url"), room_chars=self.results.room_chars, allowed_domains=self.allowed_domains
+            )
         return self.results.call(name, arguments)

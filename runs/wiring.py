@@ -22,7 +22,9 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
     spec, plan = arm(run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=run.overrides)
     output_dir = Path(run.output_dir)
     if tools is None:
-        tools = web_tools(run, spec, output_dir) if spec.kind == Kind.WEB else TaskTools(output_dir)
+        tools = (
+            web_tools(run, spec, output_dir) if spec.kind == Kind.WEB else TaskTools(output_dir, spec.allowed_domains)
+        )
     return Armed(
         spec=spec,
         plan=plan,

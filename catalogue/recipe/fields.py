@@ -40,7 +40,7 @@ _TOP_KEYS = (
     "model",
     "judge_model",
 )
-_WEB_ONLY = ("web_profile", "url", "web_read", "record", "allowed_domains")
+_WEB_ONLY = ("web_profile", "url", "web_read", "record")
 _LOOP_KEYS = ("do", "while")
 _DO_KEYS = ("interval", "max_iterations", "max_duration", "auto_continue", "budget", "model")
 _DO_BUDGET_KEYS = ("size", "watch")

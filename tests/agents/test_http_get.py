@@ -227,3 +227,21 @@ def test_literal_addresses_are_refused_before_connecting(connects, target, host)
     result = http_get(target)
     assert result.is_error and f"refused {host}" in result.content
     assert connects == []
+
+
+def test_allowed_domains_hold_every_hop(server, connects):
+    """A task recipe's allowed_domains: the first URL and every redirect's host must be on it."""
+    allowed = ("127.0.0.1",)
+    fine = http_get(url(server, "/to-page"), refused=LOOPBACK_OK, allowed_domains=allowed, timeout=5)
+    assert not fine.is_error and "ignore your goal" in fine.content
+    outside = http_get(url(server, "/page"), refused=LOOPBACK_OK, allowed_domains=("example.com",), timeout=5)
+    assert outside.is_error and "127.0.0.1 is outside this recipe's allowed_domains (example.com)" in outside.content
+    hopped = http_get(url(server, "/to-mixed"), refused=LOOPBACK_OK, allowed_domains=allowed, timeout=5)
+    assert hopped.is_error and "mixed.example is outside this recipe's allowed_domains" in hopped.content
+    assert "redirected from" in hopped.content
+    assert server.paths == ["/to-page", "/page", "/to-mixed"]  # nothing reached outside the list
+
+
+def test_the_task_tool_passes_its_recipes_allowed_domains(server, tmp_path):
+    result = TaskTools(tmp_path, ("Example.com",)).call("http_get", {"url": url(server, "/page")})
+    assert result.is_error and "outside this recipe's allowed_domains (example.com)" in result.content

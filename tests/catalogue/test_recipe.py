@@ -1073,3 +1073,8 @@ def test_it_never_raises_anything_but_recipe_error_for_yamlish_frontmatter(front
 @given(_frontmatters, _paths)
 def test_it_never_raises_anything_but_recipe_error_for_schema_shaped_yaml(frontmatter, path):
     _parses_or_refuses(f"---\n{frontmatter}---\nGo.\n", path)
+
+
+def test_a_task_recipe_may_name_allowed_domains_for_http_get():
+    spec = parse_recipe(recipe("allowed_domains: [API.example.com, '*.example.org']\n"), path=TASK)
+    assert spec.kind == "task" and spec.allowed_domains == ("api.example.com", "*.example.org")
