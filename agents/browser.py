@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import functools
 import logging
 import os
 import re
@@ -36,12 +37,23 @@ log = logging.getLogger(__name__)
 
 VIEWPORT = {"width": 1024, "height": 768}  # model screenshots stay at most 1024 px wide
 CHROMIUM_ARGS = [
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # WebRTC could reach any host over UDP, past both the proxy and allowed_domains' routing
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 ]
+NO_SANDBOX = "--no-sandbox"
+# What Chromium inherits from the worker: what a browser needs, never the worker's secrets.
+BROWSER_ENV_NAMES = {
+    *("PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TZ"),
+    *("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "XAUTHORITY"),  # a headed web_login
+}
+BROWSER_ENV_PREFIXES = ("LC_", "FONTCONFIG")
+SECRET_ENV_RE = re.compile(r"KEY|TOKEN|SECRET|PASSW|DATABASE|REDIS|CREDENTIAL|AUTH_|COOKIE|SESSION", re.IGNORECASE)
+RESOLVER_HOST_RE = re.compile(r"(\*\.)?[a-z0-9._\[\]:-]+\Z")
 PROFILE_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 MODEL_JPEG_QUALITY = 50
 FILMSTRIP_SCALE = 0.5  # 512 x 384: enough to recognise a page in a strip of thumbnails
@@ -50,6 +62,14 @@ NAVIGATION_TIMEOUT_MS = 30_000
 MAX_WAIT_SECONDS = 30
 OUTER_TIMEOUT_SECONDS = 120  # a Playwright call that outlives every inner timeout
 ALWAYS_ALLOWED_SCHEMES = ("about", "data", "blob")
+# Read with Playwright's selector engines, which run apart from the page's own scripts, so a
+# page cannot lie about them by patching the DOM's prototypes.
+LOWER_TYPE = "translate(@type, 'ABCDEGIMSTU', 'abcdegimstu')"
+SUBMIT_XPATH = (
+    f"{{axis}}button[not(@type) or {LOWER_TYPE}='submit'] | "
+    f"{{axis}}input[{LOWER_TYPE}='submit' or {LOWER_TYPE}='image']"
+)
+MAX_SUBMIT_BUTTONS = 10
 
 
 class BrowserError(Exception):
@@ -164,10 +184,114 @@ def delete_profile(root: Path, name: str) -> None:
         lock.path.unlink(missing_ok=True)
 
 
-def launch_options(*, headless: bool, executable: str | None, record_dir: Path | None = None) -> dict:
+def browser_env(environ: dict[str, str] | os._Environ) -> dict[str, str]:
+    """The environment Chromium starts with: locale, display, fonts, paths; no API keys,
+    database or Redis URLs, whatever else the worker holds."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if (name in BROWSER_ENV_NAMES or name.startswith(BROWSER_ENV_PREFIXES)) and not SECRET_ENV_RE.search(name)
+    }
+
+
+def sandbox_refusal(*, euid: int, userns_clone: str | None, max_user_namespaces: str | None) -> str | None:
+    """Why Chromium cannot use its sandbox on this machine, or None when it can (as far as
+    the kernel's settings tell: a launch that still fails falls back, see BrowserTools)."""
+    if euid == 0:
+        return "the worker runs as root, where Chromium refuses to start sandboxed (run workers as a normal user)"
+    if (userns_clone or "").strip() == "0":
+        return "the kernel forbids unprivileged user namespaces (kernel.unprivileged_userns_clone = 0)"
+    if (max_user_namespaces or "").strip() == "0":
+        return "the kernel allows no user namespaces (user.max_user_namespaces = 0)"
+    return None
+
+
+def _read_proc(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+_sandbox_failed: list[str] = []  # why a sandboxed launch failed in this process, once it has
+
+
+@functools.cache
+def probe_sandbox() -> str | None:
+    """sandbox_refusal() for this machine: probed once per process."""
+    return sandbox_refusal(
+        euid=os.geteuid(),
+        userns_clone=_read_proc("/proc/sys/kernel/unprivileged_userns_clone"),
+        max_user_namespaces=_read_proc("/proc/sys/user/max_user_namespaces"),
+    )
+
+
+def sandbox_problem() -> str | None:
+    """Why Chromium must run without its sandbox here (None: it runs sandboxed)."""
+    return _sandbox_failed[0] if _sandbox_failed else probe_sandbox()
+
+
+def without_sandbox_warning(reason: str) -> str:
+    text = f"Chromium runs WITHOUT its sandbox: {reason}"
+    log.warning(text)
+    return text
+
+
+def start_with_sandbox(launch: Callable[[bool], Any], notes: list[str]):
+    """`launch(sandbox)` with the sandbox where the machine allows it; when it cannot, or
+    Chromium refuses it, without — said in the log and in `notes`, never silently. A refused
+    sandbox is remembered, so later launches in this process skip the attempt."""
+    from playwright.sync_api import Error as PlaywrightError  # loaded with the browser, as in _launch
+
+    problem = sandbox_problem()
+    if problem is None:
+        try:
+            return launch(True)
+        except PlaywrightError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            problem = f"it did not start with its sandbox ({first})"
+            context = launch(False)  # raises when it was not the sandbox
+            _sandbox_failed[:] = [problem]
+            notes.append("security: " + without_sandbox_warning(problem))
+            return context
+    notes.append("security: " + without_sandbox_warning(problem))
+    return launch(False)
+
+
+def resolver_rules(allowed: tuple[str, ...]) -> str | None:
+    """allowed_domains again, in the browser's own DNS: no other host resolves, so neither a
+    redirect (which Playwright's routing never sees) nor any other request can reach one."""
+    if not allowed:
+        return None
+    hosts = [h for h in allowed if RESOLVER_HOST_RE.match(h)]  # nothing that could end a rule
+    return ", ".join(["MAP * ~NOTFOUND", *(f"EXCLUDE {h}" for h in hosts)])
+
+
+def launch_options(
+    *,
+    headless: bool,
+    executable: str | None,
+    record_dir: Path | None = None,
+    sandbox: bool | None = None,
+    allowed: tuple[str, ...] = (),
+    environ: dict[str, str] | None = None,
+) -> dict:
+    """Playwright's launch options. `sandbox=None` decides by the probe (and warns when it
+    cannot be sandboxed); `environ` (default: the worker's) is scrubbed by browser_env()."""
+    if sandbox is None:
+        problem = sandbox_problem()
+        if problem:
+            without_sandbox_warning(problem)
+        sandbox = problem is None
+    args = list(CHROMIUM_ARGS) if sandbox else [NO_SANDBOX, *CHROMIUM_ARGS]
+    rules = resolver_rules(allowed)
+    if rules:
+        args.append(f"--host-resolver-rules={rules}")
     options: dict[str, Any] = {
         "headless": headless,
-        "args": list(CHROMIUM_ARGS),
+        "args": args,
+        "chromium_sandbox": sandbox,  # Playwright's default (False) adds --no-sandbox itself
+        "env": browser_env(os.environ if environ is None else environ),
         "viewport": dict(VIEWPORT),
         "service_workers": "block",
         "accept_downloads": False,
@@ -339,6 +463,7 @@ class BrowserTools:
         self.action_timeout_ms = int(action_timeout * 1000)
         self.profile_wait = profile_wait
         self.blocked: list[str] = []  # requests refused by allowed_domains since the last tool result
+        self._escaped: list[str] = []  # navigations outside allowed_domains during this tool call
         self.videos: list[str] = []
         self.notes: list[str] = []  # said once in the run's events (e.g. video unavailable)
         self._lock = ProfileLock(self.profiles_root, profile)
@@ -405,21 +530,8 @@ class BrowserTools:
         from playwright.sync_api import sync_playwright
 
         self._playwright = sync_playwright().start()
-        options = launch_options(headless=self.headless, executable=self.executable, record_dir=self.record_dir)
         try:
-            try:
-                self._context = self._playwright.chromium.launch_persistent_context(str(self.profile_dir), **options)
-            except PlaywrightError as exc:
-                if "record_video_dir" not in options or "ffmpeg" not in str(exc):
-                    raise
-                # Video needs Playwright's own ffmpeg (`playwright install ffmpeg`): run without it.
-                self.notes.append(
-                    "record: true, but no video is kept: Playwright finds no ffmpeg "
-                    "(make installs one: scripts/ensure-chromium.sh)"
-                )
-                options.pop("record_video_dir")
-                options.pop("record_video_size")
-                self._context = self._playwright.chromium.launch_persistent_context(str(self.profile_dir), **options)
+            self._context = self._start_chromium()
         except PlaywrightError as exc:
             self._playwright.stop()
             self._playwright = None
@@ -432,8 +544,44 @@ class BrowserTools:
             outside = lambda url: not url_allowed(url, self.allowed)  # noqa: E731
             self._context.route(outside, self._refuse)
             self._context.route_web_socket(outside, self._refuse_socket)
+            # Routing never sees a redirect's later hops: the browser's DNS refuses them
+            # (resolver_rules), and these listeners say so and leave a page that got out.
+            self._context.on("request", self._watch_request)
+            self._context.on("page", lambda page: page.on("framenavigated", self._watch_frame))
         pages = self._context.pages
         self._page = pages[0] if pages else self._context.new_page()
+        if self.allowed:
+            for page in self._context.pages:
+                page.on("framenavigated", self._watch_frame)
+
+    def _start_chromium(self):
+        """Sandboxed where the machine allows it; else without, said in the log and the run."""
+        return start_with_sandbox(lambda sandbox: self._launch_with(sandbox=sandbox), self.notes)
+
+    def _launch_with(self, *, sandbox: bool):
+        from playwright.sync_api import Error as PlaywrightError  # loaded with the browser, as in _launch
+
+        options = launch_options(
+            headless=self.headless,
+            executable=self.executable,
+            record_dir=self.record_dir,
+            sandbox=sandbox,
+            allowed=self.allowed,
+        )
+        launch = self._playwright.chromium.launch_persistent_context
+        try:
+            return launch(str(self.profile_dir), **options)
+        except PlaywrightError as exc:
+            if "record_video_dir" not in options or "ffmpeg" not in str(exc):
+                raise
+        # Video needs Playwright's own ffmpeg (`playwright install ffmpeg`): run without it.
+        self.notes.append(
+            "record: true, but no video is kept: Playwright finds no ffmpeg "
+            "(make installs one: scripts/ensure-chromium.sh)"
+        )
+        options.pop("record_video_dir")
+        options.pop("record_video_size")
+        return launch(str(self.profile_dir), **options)
 
     def _shutdown(self) -> None:
         try:
@@ -458,6 +606,55 @@ class BrowserTools:
     def _refuse_socket(self, socket_route) -> None:
         self.blocked.append(socket_route.url)
         socket_route.close(code=1008, reason="outside allowed_domains")
+
+    def _watch_request(self, request) -> None:
+        """A redirect hop outside the list: the DNS rules have refused it; say so, and leave
+        a page whose own navigation was sent there (a frame's is only reported)."""
+        if request.redirected_from is None or url_allowed(request.url, self.allowed):
+            return
+        self.blocked.append(request.url)
+        try:
+            main = request.is_navigation_request() and request.frame.parent_frame is None
+        except Exception:  # noqa: BLE001 - a service worker's request has no frame
+            main = False
+        if main:
+            self._escaped.append(request.url)
+
+    def _watch_frame(self, frame) -> None:
+        """A frame that shows a page outside the list, however it got there (the last line)."""
+        url = frame.url
+        if not url.startswith("chrome-error:") and not url_allowed(url, self.allowed):
+            self._escaped.append(url)
+
+    def _leave_escaped(self, *, sync: bool = False) -> str:
+        """Send the tab to about:blank when the page (or a frame in it) went outside the list,
+        so nothing from there is read, clicked or captured; returns what the model hears."""
+        if sync and self.allowed:
+            try:  # one round trip delivers the events of what happened since the last call
+                self._page.evaluate("0")
+            except Exception:  # noqa: BLE001 - a page that cannot answer is left as it is
+                pass
+        if not self._escaped:
+            return ""
+        escaped, self._escaped = self._escaped, []
+        self._blank()
+        hosts = ", ".join(dict.fromkeys(urlsplit(url).hostname or url for url in escaped))
+        return (
+            f"\n[refused: the page was sent to {hosts}, outside this recipe's allowed_domains "
+            f"({', '.join(self.allowed)}); the browser is now at about:blank]"
+        )
+
+    def _blank(self) -> None:
+        """about:blank in the tab, even while an error page is still committing; failing
+        that, a new tab in place of this one."""
+        for _ in range(3):
+            try:
+                self._page.goto("about:blank")
+                return
+            except Exception:  # noqa: BLE001 - interrupted by the navigation being refused
+                self._page.wait_for_timeout(100)
+        self._page.close()
+        self._page = self._context.new_page()
 
     def _run(self, fn, *args):
         if self._pool is None:
@@ -495,7 +692,7 @@ class BrowserTools:
         given = [v for v in arguments.values() if isinstance(v, str)] if isinstance(arguments, dict) else []
         if name == "navigate" and self._page is not None:
             try:
-                given = [self._run(lambda: urljoin(self._page.url, str(arguments.get("url", ""))))]
+                given = [self._run(lambda: _navigate_target(self._page.url, arguments.get("url")))]
             except Exception:  # noqa: BLE001
                 pass
         if name in ("click", "fill", "select") and self._pool is not None:
@@ -504,6 +701,35 @@ class BrowserTools:
             except Exception:  # noqa: BLE001 - an element we cannot describe still has its arguments
                 pass
         return [g for g in dict.fromkeys(given) if g]
+
+    def approval_equivalents(self, name: str, arguments: dict[str, Any]) -> list[tuple[str, list[str]]]:
+        """(tool, subjects) pairs an `approve:` entry is matched against: the call as itself
+        first, then what it amounts to. Enter or Space on an element (pressed, or typed as a
+        newline or a space) is a click on it, and Enter in a form's field a click on the form's
+        submit buttons; a click or an Enter on a link opens its URL, and one that submits a
+        form opens the form's action."""
+        pairs = [(name, self.approval_subjects(name, arguments))]
+        if not isinstance(arguments, dict) or self._pool is None:
+            return pairs
+        keys = _keys_of(name, arguments)
+        if name != "click" and not keys:
+            return pairs
+        target = {"selector": arguments.get("selector"), "text": arguments.get("text") if name == "click" else None}
+        try:
+            facts = self._run(self._target_facts, target)
+        except Exception:  # noqa: BLE001 - an element we cannot describe: the call as itself
+            facts = None
+        if not facts:
+            return pairs
+        if keys:
+            labels = [arguments.get("selector"), *facts["labels"]]
+            labels += facts["submit"] if "enter" in keys else []
+            pairs.append(("click", [label for label in dict.fromkeys(labels) if label]))
+        if facts["href"] and (name == "click" or "enter" in keys):
+            pairs.append(("navigate", [facts["href"]]))
+        if facts["action"] and ("enter" in keys or facts["submits"]):
+            pairs.append(("navigate", [facts["action"]]))  # where the form goes
+        return pairs
 
     def capture(self) -> PageCapture | None:
         if self._pool is None or self._page is None:
@@ -520,12 +746,15 @@ class BrowserTools:
         from playwright.sync_api import Error as PlaywrightError  # loaded with the browser, as above
 
         self._follow_new_tab()
+        before = self._leave_escaped(sync=True)  # a page that got out between two calls
         try:
-            return getattr(self, f"_tool_{name}")(**arguments)
+            result = getattr(self, f"_tool_{name}")(**arguments)
         except ToolError as exc:
-            return ToolResult(f"{name}: {exc}", is_error=True)
+            result = ToolResult(f"{name}: {exc}", is_error=True)
         except PlaywrightError as exc:
-            return ToolResult(f"{name}: {_short_error(exc, self.allowed)}", is_error=True)
+            result = ToolResult(f"{name}: {_short_error(exc, self.allowed)}", is_error=True)
+        result.content += before + self._leave_escaped()
+        return result
 
     def _follow_new_tab(self) -> None:
         """A click that opened a tab moves the agent there; a closed tab falls back."""
@@ -564,11 +793,39 @@ class BrowserTools:
         keys = {k: arguments.get(k) for k in ("selector", "text", "label") if arguments.get(k)}
         if len(keys) != 1:
             return []
-        element = self._locate(**keys)
-        labels = [element.inner_text(timeout=2000).strip()]
-        for attribute in ("aria-label", "value", "title", "name", "id"):
-            labels.append((element.get_attribute(attribute, timeout=2000) or "").strip())
-        return [label for label in labels if label]
+        return _labels_of(self._locate(**keys))
+
+    def _target_facts(self, target: dict[str, str | None]) -> dict | None:
+        """What a click or a key press on an element amounts to — its labels, its form's submit
+        buttons' labels, its link, where its form goes — for the element given, else the
+        focused one (where a key press lands, in a frame too)."""
+        given = {k: v for k, v in target.items() if v}
+        element, frame = (self._locate(**given), self._page.main_frame) if given else self._focused()
+        if element is None:
+            return None
+        base_tag = frame.locator("base[href]")
+        base = urljoin(frame.url, base_tag.first.get_attribute("href") or "") if base_tag.count() else frame.url
+        submits = bool(element.locator("xpath=" + SUBMIT_XPATH.format(axis="self::")).count())
+        facts = {"labels": _labels_of(element), "submit": [], "href": "", "action": "", "submits": submits}
+        link = element.locator("xpath=ancestor-or-self::a[@href]")
+        if link.count():
+            facts["href"] = urljoin(base, (link.first.get_attribute("href") or "").strip())
+        form = element.locator("xpath=ancestor-or-self::form")
+        if form.count():
+            buttons = form.first.locator("xpath=" + SUBMIT_XPATH.format(axis=".//"))
+            for i in range(min(buttons.count(), MAX_SUBMIT_BUTTONS)):
+                facts["submit"] += _labels_of(buttons.nth(i))
+            own = element.get_attribute("formaction") if submits else None
+            facts["action"] = urljoin(base, (own or form.first.get_attribute("action") or "").strip())
+        return facts
+
+    def _focused(self):
+        """(the focused element, its frame), in the innermost frame that has one."""
+        for frame in reversed(self._page.frames):
+            focused = frame.locator(":focus:not(iframe):not(frame)")
+            if focused.count():
+                return focused.first, frame
+        return None, None
 
     def _where(self) -> str:
         """Where a click or key press landed: the URL, then the page's title as quoted data."""
@@ -581,7 +838,7 @@ class BrowserTools:
     def _tool_navigate(self, url: str) -> ToolResult:
         if not isinstance(url, str) or not url.strip():
             raise ToolError("url must be a non-empty text")
-        target = urljoin(self._page.url if self._page.url.startswith("http") else "", url.strip())
+        target = _navigate_target(self._page.url, url)
         scheme = urlsplit(target).scheme
         if scheme not in ("http", "https") and target != "about:blank":
             raise ToolError(f"only http:// and https:// pages can be opened (got {target!r})")
@@ -774,6 +1031,30 @@ def _text_only(tool: dict) -> dict:
             },
         }
     return tool
+
+
+def _labels_of(element) -> list[str]:
+    """An element's visible text, accessible label, value, title, name and id."""
+    labels = [element.inner_text(timeout=2000).strip()]
+    for attribute in ("aria-label", "value", "title", "name", "id"):
+        labels.append((element.get_attribute(attribute, timeout=2000) or "").strip())
+    return [label for label in labels if label]
+
+
+def _navigate_target(page_url: str, url: Any) -> str:
+    """The URL a navigate call opens (approval_subjects gates the very same one)."""
+    return urljoin(page_url if page_url.startswith("http") else "", str(url or "").strip())
+
+
+def _keys_of(name: str, arguments: dict[str, Any]) -> set[str]:
+    """Which of Enter and Space a press or a type call sends: keys that click or submit."""
+    if name == "press" and isinstance(arguments.get("key"), str):
+        key = arguments["key"].rsplit("+", 1)[-1].lower()  # a chord: the key is the last part
+        return {"enter"} if key in ("enter", "numpadenter") else {"space"} if key in ("space", " ") else set()
+    if name == "type" and isinstance(arguments.get("text"), str):
+        text = arguments["text"]
+        return {"enter" for c in "\r\n" if c in text} | ({"space"} if " " in text else set())
+    return set()
 
 
 def _shown_url(url: str) -> str:

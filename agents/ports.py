@@ -112,5 +112,8 @@ class ToolsPort(Protocol):
 # Optional, used when a tools port has them (the browser's do):
 #   approval_subjects(name, arguments) -> list[str]: what an `approve:` pattern is matched
 #       against (a click's selector or text and the element's visible text)
+#   approval_equivalents(name, arguments) -> list[(tool, subjects)]: the call as itself first,
+#       then what it amounts to (Enter on a button is a click on it, a click on a link a
+#       navigate to its href), so a gate holds however the action is performed
 #   capture() -> PageCapture | None: called after every step
 #   close() -> None: called when the worker lets go of the run (paused or finished)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 
 from agents.browser import BrowserError, delete_profile, list_profiles
+from audit.services import audit_record
 
 
 class ProfileRefused(Exception):
@@ -29,4 +30,5 @@ def profile_delete(*, name: str, user=None) -> str:
         delete_profile(settings.RYSH_PROFILES_DIR, name)
     except BrowserError as exc:
         raise ProfileRefused(str(exc)) from None
+    audit_record(actor=user, action="profile.delete", target=("profile", name, f"browser profile {name}"))
     return f"browser profile {name!r} deleted (its logins are gone; `manage.py web_login {name}` makes a new one)"

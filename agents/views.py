@@ -30,7 +30,9 @@ def profile_list(request: HttpRequest) -> HttpResponse:
 def profile_delete(request: HttpRequest, name: str) -> HttpResponse:
     require(request.user, "operate")
     try:
-        messages.success(request, profiles.profile_delete(name=name, user=request.user))
+        said = profiles.profile_delete(name=name, user=request.user)
     except profiles.ProfileRefused as exc:
         messages.error(request, str(exc))
+    else:
+        messages.success(request, said)
     return redirect("profile_list")

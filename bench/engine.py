@@ -105,8 +105,10 @@ class Environment:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-def set_up() -> Environment:
-    """Point every setting at throwaway places, then set Django up and migrate."""
+def set_up(*, redis_url: str | None = None) -> Environment:
+    """Point every setting at throwaway places, then set Django up and migrate. With
+    `redis_url` (a database number of its own) the Redis broker and channel layer use it;
+    without, REDIS_URL is dropped and the ORM broker runs on the throwaway database."""
     work = Path(tempfile.mkdtemp(prefix="rysh-bench-engine-"))
     env = Environment(work=work, recipes=work / "repo/.rysh/automations/tasks")
     env.recipes.mkdir(parents=True)
@@ -119,7 +121,10 @@ def set_up() -> Environment:
             "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
         }
     )
-    os.environ.pop("REDIS_URL", None)  # the ORM broker, on the throwaway database
+    if redis_url:
+        os.environ["REDIS_URL"] = redis_url
+    else:
+        os.environ.pop("REDIS_URL", None)  # the ORM broker, on the throwaway database
     url = os.environ.get("DATABASE_URL")
     if url and urlparse(url).scheme.startswith("postgres"):
         import psycopg
@@ -524,10 +529,13 @@ class Concurrency:
 class QCluster:
     """`manage.py qcluster` in its own session; the whole process group is ended afterwards."""
 
-    def __init__(self, env: Environment, workers: int):
-        self.log_path = env.work / "qcluster.log"
-        environ = dict(os.environ, RYSH_WORKERS=str(workers), LOG_LEVEL="INFO", PYTHONUNBUFFERED="1")
-        environ.pop("ANTHROPIC_API_KEY", None)
+    def __init__(self, env: Environment, workers: int, *, name: str = "qcluster", environ: dict | None = None):
+        """`environ` is added to the cluster's environment (e.g. a fake API's address and key);
+        without it, no ANTHROPIC_API_KEY reaches the cluster."""
+        self.log_path = env.work / f"{name}.log"
+        base = dict(os.environ, RYSH_WORKERS=str(workers), LOG_LEVEL="INFO", PYTHONUNBUFFERED="1")
+        base.pop("ANTHROPIC_API_KEY", None)
+        environ = {**base, **(environ or {})}
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, "manage.py", "qcluster"],
@@ -556,6 +564,15 @@ class QCluster:
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group at once, as a machine that loses power would."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+        self.stop()
 
     def stop(self) -> None:
         if self.proc.poll() is None:

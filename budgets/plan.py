@@ -9,6 +9,7 @@ arithmetic on tokens and whole seconds.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -84,6 +85,17 @@ class Plan:
         total = self.passes * self.split.worst.seconds
         return min(total, self.outer_seconds) if self.outer_seconds else total
 
+    def granted(self, grant: Grant) -> Plan:
+        """The plan with a grant's extra passes, outer tokens and outer time (SPEC §10)."""
+        if grant.empty:
+            return self
+        return dataclasses.replace(
+            self,
+            passes=self.passes + grant.passes,
+            outer_tokens=self.outer_tokens + grant.tokens if self.outer_tokens else 0,
+            outer_seconds=self.outer_seconds + grant.seconds if self.outer_seconds else 0,
+        )
+
     def summary_lines(self) -> list[str]:
         return summary_lines(
             loop_enabled=self.loop_enabled,
@@ -94,6 +106,82 @@ class Plan:
             outer_tokens=self.outer_tokens,
             outer_seconds=self.outer_seconds,
         )
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What operators added to a finished run's outer ceilings, all grants together."""
+
+    passes: int = 0
+    tokens: int = 0
+    seconds: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.passes or self.tokens or self.seconds)
+
+    def __add__(self, other: Grant) -> Grant:
+        return Grant(self.passes + other.passes, self.tokens + other.tokens, self.seconds + other.seconds)
+
+    def describe(self) -> str:
+        parts = [f"+{self.passes} pass{'es' if self.passes != 1 else ''}"] if self.passes else []
+        parts += [f"+{format_tokens(self.tokens)} outer total"] if self.tokens else []
+        parts += [f"+{format_duration(self.seconds)} outer time"] if self.seconds else []
+        return ", ".join(parts) or "nothing"
+
+
+# the causes a grant can turn into a continuation: the run stopped at an outer ceiling
+GRANTABLE_CAUSES = ("budget exhausted", "the loop's time cap elapsed")
+PASS_CAP_CAUSE_PREFIX = "unfulfilled: the "
+
+
+def is_grantable(cause: str) -> bool:
+    """The run ended at an outer ceiling: budget exhausted, the pass cap, the loop's time cap."""
+    return cause in GRANTABLE_CAUSES or (cause.startswith(PASS_CAP_CAUSE_PREFIX) and "pass cap" in cause)
+
+
+def grant_refusal(plan: Plan, base: Plan, cause: str, already: Grant, extra: Grant, max_factor: float) -> str | None:
+    """Why this grant cannot be given to a run that ended with `cause`, or None.
+
+    `base` is the recipe's own plan (no grant), `plan` the run's current one. The bound: all
+    grants together may add at most `max_factor` times the recipe's own outer ceilings (passes,
+    outer total, outer time); an axis the recipe leaves unlimited cannot be granted.
+    """
+    if not is_grantable(cause):
+        return (
+            f"only a run that ended at an outer ceiling (budget exhausted, the pass cap, the loop's time cap) "
+            f"can be granted more; this one ended: {cause or 'not yet'}"
+        )
+    if extra.empty:
+        return "a grant needs extra passes, an extra outer total or extra outer time"
+    if min(extra.passes, extra.tokens, extra.seconds) < 0:
+        return "a grant only adds: passes, tokens and time must not be negative"
+    if not plan.loop_enabled:
+        return "this run has no loop: there is no outer ceiling to raise (start a new run instead)"
+    if extra.tokens and not plan.outer_tokens:
+        return "this run's loop has no outer token total to raise"
+    if extra.seconds and not plan.outer_seconds:
+        return "this run's loop has no outer time to raise"
+    total = already + extra
+    limits = (
+        ("passes", total.passes, int(base.passes * max_factor), str),
+        ("outer total", total.tokens, int(base.outer_tokens * max_factor), format_tokens),
+        ("outer time", total.seconds, int(base.outer_seconds * max_factor), format_duration),
+    )
+    for what, asked, limit, show in limits:
+        if asked > limit:
+            return (
+                f"grants may add at most {show(limit)} {what} to this recipe's runs "
+                f"(RYSH_GRANT_MAX_FACTOR={max_factor:g} × the recipe's own); this one would add {show(asked)} in all"
+            )
+    still = plan.granted(extra)
+    if cause == "budget exhausted" and not extra.tokens:
+        return "the run ran out of its outer total: grant tokens (--total) for it to go on"
+    if cause == "the loop's time cap elapsed" and not extra.seconds:
+        return "the run used its outer time: grant time (--time) for it to go on"
+    if cause.startswith(PASS_CAP_CAUSE_PREFIX) and still.passes <= plan.passes:
+        return "the run used all its passes: grant passes (--passes) for it to go on"
+    return None
 
 
 def summary_lines(

@@ -42,6 +42,19 @@ DEFAULT_PASS_TOKENS = 3 * BOOK
 DEFAULT_TAKEOVER_WHEN = 90
 DEFAULT_PASSES = 5
 DEFAULT_WEB_PROFILE = "default"
+# what a recipe's `notify:` may subscribe a channel to (SPEC §10)
+NOTIFY_EVENTS = (
+    "run.ended",
+    "approval.waiting",
+    "budget.50",
+    "budget.80",
+    "budget.95",
+    "run.paused",
+    "schedule.disabled",
+    "change.opened",
+    "change.approved",
+    "change.conflict",
+)
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,16 @@ class WhileSpec:
 
 
 @dataclass(frozen=True)
+class NotifyRule:
+    """One `notify:` entry: a channel (configured in the dashboard) and the events it gets.
+    `line` places the entry in the file, for the channel check that needs the database."""
+
+    channel: str
+    events: tuple[str, ...]
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class RecipeSpec:
     path: str  # as given, for messages
     kind: Kind
@@ -93,9 +116,11 @@ class RecipeSpec:
     do: DoSpec = field(default_factory=DoSpec)
     loop_while: WhileSpec = field(default_factory=WhileSpec)
     approve: tuple[str, ...] = ()
+    approve_timeout: int | None = None  # seconds; None: RYSH_APPROVAL_TIMEOUT (30m)
     allowed_domains: tuple[str, ...] = ()
     model: str | None = None
     judge_model: str | None = None
+    notify: tuple[NotifyRule, ...] = ()
     warnings: tuple[str, ...] = ()
 
     @property

@@ -21,6 +21,7 @@ from django.utils import timezone
 from budgets.plan import resolve
 from budgets.prices import format_money
 from budgets.units import format_tokens
+from catalogue.checks import extra_issues
 from catalogue.models import Recipe, RecipeVersion, RepoState
 from catalogue.plan_report import models_for, worst_case_money
 from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
@@ -106,6 +107,8 @@ def parse_version(text: str, *, path: str, kind: str, name: str) -> dict:
         spec = parse_recipe(text, path=path, kind=kind, name=name)
     except RecipeError as exc:
         return {"valid": False, "errors": [str(i) for i in exc.issues], "spec": {}, "plan": {}}
+    if extra := extra_issues(spec):  # what needs the database, e.g. notify: channels (catalogue.checks)
+        return {"valid": False, "errors": [str(i) for i in extra], "spec": {}, "plan": {}}
     plan = resolve(spec.do, spec.loop_while)
     executor, judge = models_for(spec)
     money = worst_case_money(plan, executor=executor, judge=judge)

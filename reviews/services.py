@@ -25,11 +25,13 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from audit.services import audit_record
 from catalogue.recipe import NAME_RE
 from catalogue.repo import GitRepo, Identity, PushRejected, RepoError, open_repo, recipe_path
 from catalogue.spec import FOLDERS
 from catalogue.sync import parse_version, recipes_sync
 from reviews.models import OPEN_STATES, ChangeAction, ChangeRequest, ChangeState, ReviewComment, Verdict
+from reviews.signals import change_approved, change_conflict, change_opened
 from rysh_site.roles import require, user_can
 
 log = logging.getLogger(__name__)
@@ -186,8 +188,16 @@ def _open(git: GitRepo, *, user, message: str, files: dict, base: str, **fields)
         change.delete()  # nothing was published: leave no request behind
         raise
     change.save(update_fields=["branch", "head_sha"])
+    audit_record(
+        actor=user, action="recipe.save", target=_audit_target(change), detail={"change_action": change.action}
+    )
+    change_opened.send(sender=ChangeRequest, change=change)  # notifications listen
     _sync_quietly()
     return change
+
+
+def _audit_target(change: ChangeRequest) -> tuple[str, int, str]:
+    return ("change", change.pk, f"change request #{change.pk} {change.target}")
 
 
 def _slug(name: str) -> str:
@@ -238,6 +248,7 @@ def change_request_update(*, change: ChangeRequest, user, text: str, message: st
         # The UPDATE row is what makes earlier approvals stale (see change_request_approvals).
         ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.UPDATE, body=message)
     change.refresh_from_db()
+    audit_record(actor=user, action="recipe.save", target=_audit_target(change), detail={"change_action": "revise"})
     _sync_quietly()
     return change
 
@@ -247,7 +258,9 @@ def change_request_comment(*, change: ChangeRequest, user, body: str) -> ReviewC
     body = body.strip()
     if not body:
         raise ReviewError("write something first")
-    return ReviewComment.objects.create(change_request=change, author=user, body=body)
+    comment = ReviewComment.objects.create(change_request=change, author=user, body=body)
+    audit_record(actor=user, action="change.comment", target=_audit_target(change), detail={"comment": comment.pk})
+    return comment
 
 
 def change_request_request_changes(*, change: ChangeRequest, user, body: str = "") -> ChangeRequest:
@@ -257,6 +270,7 @@ def change_request_request_changes(*, change: ChangeRequest, user, body: str = "
         state=ChangeState.CHANGES_REQUESTED, updated_at=timezone.now()
     )
     ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.REQUEST_CHANGES, body=body.strip())
+    audit_record(actor=user, action="change.request_changes", target=_audit_target(change))
     change.refresh_from_db()
     return change
 
@@ -275,6 +289,7 @@ def change_request_close(*, change: ChangeRequest, user) -> ChangeRequest:
         verdict=Verdict.EVENT,
         body=f"Closed without merging; the branch {change.branch} is kept.",
     )
+    audit_record(actor=user, action="change.close", target=_audit_target(change))
     change.refresh_from_db()
     return change
 
@@ -313,6 +328,12 @@ def change_request_approve(*, change: ChangeRequest, user, seen_head: str) -> Ch
         raise
     change.refresh_from_db()
     ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.APPROVE)
+    audit_record(
+        actor=user,
+        action="change.approve",
+        target=_audit_target(change),
+        detail={"head": seen_head, "outcome": "conflict" if conflicts else "merged"},
+    )
     if conflicts:
         change.state, change.conflicts = ChangeState.CONFLICT, list(conflicts)
         change.save(update_fields=["state", "conflicts", "updated_at"])
@@ -326,6 +347,7 @@ def change_request_approve(*, change: ChangeRequest, user, seen_head: str) -> Ch
                 f"on top of the current {change.target_branch} to resolve it."
             ),
         )
+        change_conflict.send(sender=ChangeRequest, change=change)  # notifications listen
         return change
     with transaction.atomic():
         change.state, change.conflicts = ChangeState.MERGED, []
@@ -336,6 +358,7 @@ def change_request_approve(*, change: ChangeRequest, user, seen_head: str) -> Ch
             verdict=Verdict.EVENT,
             body=f"Merged into {change.target_branch} as {merged_sha[:10]}.",
         )
+        change_approved.send(sender=ChangeRequest, change=change)  # notifications listen
     _sync_quietly()
     return change
 

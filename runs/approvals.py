@@ -9,16 +9,25 @@ Patterns, one per `approve:` entry:
   button that reads "Publish"; a navigation's subject is the URL it would open; other tools
   match against their text arguments.
 
-The engine asks `gate()`, then records the request and waits (`wait()`) polling the
-database, so any web server or CLI can answer from any process.
+A call is also gated as what it amounts to (a tools port's `approval_equivalents`): the
+browser's Enter or Space on a button is a `click` on it, Enter in a form's field a click on
+its submit button, a click on a link a `navigate` to its URL. URLs are matched in their normal
+form (`normal_urls`), so `%61dmin`, `:443` or `x/../admin` spell no way around a pattern.
+
+The engine asks `gate_call()`, then records the request and waits (`wait()`) polling the
+database, so any web server or CLI can answer from any process. After an approval it asks
+again: if the call would now act on something else (the page changed meanwhile), it is not
+done (`changed_text`).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from urllib.parse import unquote
 
 from django.db import transaction
 from django.utils import timezone
@@ -26,12 +35,16 @@ from django.utils import timezone
 from budgets.units import format_duration
 from runs import events
 from runs.models import Approval, ApprovalState, Run, RunState
+from runs.signals import approval_requested
 
 POLL_SECONDS = 0.5
 
 
 def gate(patterns: tuple[str, ...] | list[str], tool: str, subjects: list[str]) -> tuple[str, str] | None:
-    """(the pattern, what it matched) for the first `approve:` entry that holds this call."""
+    """(the pattern, what it matched) for the first `approve:` entry that holds this call.
+
+    A URL is matched in its normal form (see normal_urls), and so is a pattern that is a URL:
+    `navigate:https://example.com/admin/*` holds `HTTPS://EXAMPLE.com:443/%61dmin/x` too."""
     for pattern in patterns:
         name, _, glob = pattern.partition(":")
         if name.strip() != tool:
@@ -39,10 +52,87 @@ def gate(patterns: tuple[str, ...] | list[str], tool: str, subjects: list[str]) 
         glob = glob.strip()
         if not glob:
             return pattern, ""
+        globs = {glob.lower(), *(g.lower() for g in normal_urls(glob))}
         for subject in subjects:
-            if fnmatch.fnmatchcase(subject.strip().lower(), glob.lower()):
-                return pattern, subject.strip()
+            for form in (subject.strip(), *normal_urls(subject.strip())):
+                if any(fnmatch.fnmatchcase(form.lower(), g) for g in globs):
+                    return pattern, subject.strip()
     return None
+
+
+def equivalents_of(tools, name: str, arguments: dict) -> list[tuple[str, list[str]]]:
+    """(tool, subjects) pairs a call is gated as: the call itself first, then what the tools
+    port says it amounts to (a browser's Enter on a button is a click on it)."""
+    equivalents = getattr(tools, "approval_equivalents", None)
+    if equivalents is not None:
+        return equivalents(name, arguments)
+    describe = getattr(tools, "approval_subjects", None)
+    subjects = describe(name, arguments) if describe else [v for v in arguments.values() if isinstance(v, str)]
+    return [(name, subjects)]
+
+
+def gate_call(patterns: tuple[str, ...] | list[str], equivalents: list[tuple[str, list[str]]]):
+    """gate() over each (tool, subjects) pair a call is equivalent to: the first that holds."""
+    for tool, subjects in equivalents:
+        matched = gate(patterns, tool, subjects)
+        if matched is not None:
+            return matched
+    return None
+
+
+URL_RE = re.compile(r"[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
+UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def normal_urls(text: str) -> list[str]:
+    """The forms a browser may read `text` as, when it is a URL: scheme and host in lower
+    case, no default port, no user name, percent-encoded unreserved characters decoded, dot
+    segments resolved (what the browser does before it sends the request), and the same with
+    every escape decoded (what a server may do). [] for what is not a URL. Glob characters
+    (`*?[`) pass through, so a pattern that is a URL is normalised as its subjects are."""
+    if not URL_RE.match(text):
+        return []
+    scheme, rest = re.sub(r"[\t\n\r]", "", text).split("://", 1)  # browsers drop these
+    scheme = scheme.lower()
+    cut = re.search(r"[/\\?#]", rest)
+    authority, path = (rest[: cut.start()], rest[cut.start() :]) if cut else (rest, "")
+    host = authority.rpartition("@")[2].lower()
+    port = re.search(r":([0-9*]*)\Z", host)
+    if port and port.group(1) in ("", DEFAULT_PORTS.get(scheme)):
+        host = host[: port.start()]
+    host = re.sub(r"\.+(?=(:[0-9*]*)?\Z)", "", host)  # `example.com.` is example.com
+    if scheme in DEFAULT_PORTS:
+        path = path.replace("\\", "/")  # as a browser reads an http(s) URL
+    path = path if path.startswith("/") else "/" + path
+    forms = [f"{scheme}://{_decode_unreserved(host)}{_dot_segments(_decode_unreserved(path))}"]
+    forms.append(f"{scheme}://{unquote(host)}{_dot_segments(unquote(path))}")
+    return list(dict.fromkeys(forms))
+
+
+def _decode_unreserved(text: str) -> str:
+    def decode(match: re.Match) -> str:
+        char = chr(int(match.group(1), 16))
+        return char if char in UNRESERVED else match.group(0).upper()
+
+    return re.sub(r"%([0-9a-fA-F]{2})", decode, text)
+
+
+def _dot_segments(path: str) -> str:
+    """RFC 3986 remove_dot_segments on a path that starts with /; the query stays as it is."""
+    cut = re.search(r"[?#]", path)
+    path, tail = (path[: cut.start()], path[cut.start() :]) if cut else (path, "")
+    segments = path.split("/")[1:]
+    out: list[str] = []
+    for i, segment in enumerate(segments):
+        if segment not in (".", ".."):
+            out.append(segment)
+            continue
+        if segment == ".." and out:
+            out.pop()
+        if i == len(segments) - 1:
+            out.append("")  # `/a/..` is `/`, a directory
+    return "/" + "/".join(out) + tail
 
 
 def request(
@@ -71,6 +161,7 @@ def request(
         f"{format_duration(timeout_seconds)}",
         approval=approval.pk,
     )
+    approval_requested.send(sender=Approval, approval=approval)  # notifications listen
     return approval
 
 
@@ -128,3 +219,24 @@ def result_text(approval: Approval) -> str:
     if approval.state == ApprovalState.EXPIRED:
         return "not done: this action needs a person's approval and nobody answered in time"
     return f"not done: {approval.reason}"
+
+
+def changed_text(approval: Approval, asked: list[tuple[str, list[str]]], now: list[tuple[str, list[str]]]) -> str:
+    """ "" when the call still describes what the person approved; else what the model hears
+    (and the run's events say) instead of the action: the page changed while it waited, so
+    the approved click could land on another element."""
+    if now == asked:
+        return ""
+    verb = "clicked" if any(tool == "click" for tool, _ in asked) else "done"
+    shown = "; ".join(f"{tool}: {', '.join(repr(s) for s in subjects[:6])}" for tool, subjects in now)
+    events.record(
+        approval.run,
+        "approval.stale",
+        f"approval #{approval.pk} not acted on: the page changed while it waited (now {shown})",
+        approval=approval.pk,
+    )
+    return (
+        f"not done: the page changed while waiting for approval; nothing was {verb}. What was approved: "
+        f"{approval.subject or approval.action_text!r} ({approval.pattern}); what the call would act on now: "
+        f"{shown}. Look at the page again and ask again if the action is still wanted."
+    )

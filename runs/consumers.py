@@ -35,6 +35,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.close(code=4401)
             return
         self.run_id = self.scope["url_route"]["kwargs"].get("run_id")
+        self.view = self.scope["url_route"]["kwargs"].get("view", "home")  # home | approvals | nav
         if self.run_id is not None and not await database_sync_to_async(Run.objects.filter(pk=self.run_id).exists)():
             await self.close(code=4404)
             return
@@ -100,6 +101,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
     @database_sync_to_async
     def _render(self) -> str:
         user = self.scope["user"]
+        if self.view == "approvals":
+            return live.inbox_fragments(user) + live.nav_fragment()
+        if self.view == "nav":
+            return live.nav_fragment()
         if self.run_id is None:
             return live.home_fragments(user)
         return live.run_fragments(Run.objects.get(pk=self.run_id), user)

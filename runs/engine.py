@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
@@ -48,7 +48,7 @@ from runs.conversation import Conversation, call_identity, tool_result, without_
 from runs.ledger import Ledger
 from runs.models import Control, Pass, PassStop, Phase, Run, RunState, Step, StepStatus
 from runs.report import write_report
-from runs.signals import run_finished
+from runs.signals import run_finished, run_paused
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,13 @@ class Engine:
                 pass
         except Paused:
             return
+        except (InterfaceError, OperationalError):
+            # The database went away under the engine (a dropped connection, a restart): nothing
+            # can be written now, and nothing is wrong with the run. Leave it `running` with its
+            # checkpoint; its heartbeat stops with this worker's task, and the sweeper continues
+            # it once the database answers (worker lost -> continued).
+            log.exception("run %s: the database failed; the sweeper continues it", self.run.pk)
+            raise
         except Exception as exc:  # the run must land with a cause, whatever broke
             log.exception("run %s failed", self.run.pk)
             self._finish(f"error: {type(exc).__name__}: {exc}")
@@ -472,10 +479,10 @@ class Engine:
                 continue
             held = self._approval(call, run_pass, step)
             if held is not None:
-                approval, seconds = held
+                refused, seconds = held
                 waited += seconds
-                if approval.state != "approved":
-                    results.append(tool_result(call["id"], approvals.result_text(approval), True))
+                if refused:
+                    results.append(tool_result(call["id"], refused, True))
                     continue
             results.append(self._one_tool(call))
         return results, waited
@@ -489,17 +496,14 @@ class Engine:
             return tool_result(call["id"], f"tool failed: {type(exc).__name__}: {exc}", True)
 
     def _approval(self, call: dict, run_pass: Pass, step: Step):
-        """Hold a call the recipe's `approve:` names until a person answers: (approval, seconds
-        waited), or None when the call needs no approval."""
+        """Hold a call the recipe's `approve:` names until a person answers: (why it is not
+        done, or "" when it was approved; seconds waited), or None when it needs no approval."""
         patterns = self.armed.spec.approve
         if not patterns:
             return None
         arguments = call.get("input") or {}
-        describe = getattr(self.armed.tools, "approval_subjects", None)
-        subjects = (
-            describe(call["name"], arguments) if describe else [v for v in arguments.values() if isinstance(v, str)]
-        )
-        matched = approvals.gate(patterns, call["name"], subjects)
+        asked = approvals.equivalents_of(self.armed.tools, call["name"], arguments)
+        matched = approvals.gate_call(patterns, asked)
         if matched is None:
             return None
         began = time.monotonic()
@@ -510,11 +514,15 @@ class Engine:
             call=call,
             pattern=matched[0],
             subject=matched[1],
-            timeout_seconds=settings.RYSH_APPROVAL_TIMEOUT,
+            timeout_seconds=self.armed.spec.approve_timeout or settings.RYSH_APPROVAL_TIMEOUT,
         )
         approval = approvals.wait(approval, interrupted=self._approval_interrupted)
         self.run.state = RunState.RUNNING
-        return approval, time.monotonic() - began
+        if approval.state != "approved":
+            return approvals.result_text(approval), time.monotonic() - began
+        # The page may have changed while the person looked: act only on what they approved.
+        now = approvals.equivalents_of(self.armed.tools, call["name"], arguments)
+        return approvals.changed_text(approval, asked, now), time.monotonic() - began
 
     def _approval_interrupted(self) -> str | None:
         control = self._read_control(force=True)
@@ -685,7 +693,8 @@ def pause_run(run: Run, reason: str) -> None:
     Run.objects.filter(pk=run.pk).update(state=RunState.PAUSED, pause_reason=reason, control=_keep_stop())
     run.refresh_from_db()
     events.record(run, "paused", f"paused({reason})", reason=reason)
-    write_report(run)
+    _write_report_or_say(run)
+    run_paused.send(sender=Run, run=run, reason=reason)  # notifications listen
 
 
 def finish_run(run: Run, cause: str) -> None:
@@ -694,8 +703,19 @@ def finish_run(run: Run, cause: str) -> None:
     )
     run.refresh_from_db()
     events.record(run, "finished", cause, cause=cause)
-    write_report(run)
+    _write_report_or_say(run)
     run_finished.send(sender=Run, run=run)  # schedules count the outcome; nothing here knows them
+
+
+def _write_report_or_say(run: Run) -> None:
+    """run-report.md beside the results; a folder that refuses it (full, read-only, gone) is
+    said in the events and never changes how the run ended: the run page renders the same
+    report from the database."""
+    try:
+        write_report(run)
+    except OSError as exc:
+        log.warning("run %s: run-report.md not written: %s", run.pk, exc)
+        events.record(run, "note", f"run-report.md not written ({exc.strerror or exc}); the run page shows the report")
 
 
 def _keep_stop():

@@ -9,6 +9,8 @@ from typing import Any
 
 from django import forms
 
+from budgets.plan import Grant as PlanGrant
+from budgets.units import parse_duration, parse_tokens
 from catalogue.spec import Kind
 
 ISO_DATE = "%Y-%m-%d"
@@ -81,3 +83,34 @@ class HistoryFilterForm(forms.Form):
             for name, messages in self.errors.items()
             for message in messages
         ]
+
+
+class GrantForm(forms.Form):
+    """Raise the cap and continue: extra passes, an extra outer total (`4b`), extra outer time
+    (`1h`). Each is optional; the service says which the run needs and how much is allowed."""
+
+    passes = forms.IntegerField(required=False, min_value=0, max_value=10_000)
+    total = forms.CharField(required=False, max_length=40, help_text="e.g. 200p, 4b")
+    time = forms.CharField(required=False, max_length=40, help_text="e.g. 30m, 1h30m")
+
+    def clean_total(self) -> int:
+        return self._parsed("total", parse_tokens)
+
+    def clean_time(self) -> int:
+        return self._parsed("time", parse_duration)
+
+    def _parsed(self, name: str, parse) -> int:
+        raw = (self.cleaned_data.get(name) or "").strip()
+        if not raw:
+            return 0
+        try:
+            return parse(raw)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def grant(self) -> PlanGrant:
+        data = self.cleaned_data
+        return PlanGrant(passes=data.get("passes") or 0, tokens=data.get("total") or 0, seconds=data.get("time") or 0)
+
+    def error_lines(self) -> list[str]:
+        return [f"{name}: {' '.join(errors)}" for name, errors in self.errors.items()]

@@ -22,8 +22,10 @@ from agents.ports import Usage
 from budgets.guard import JobSpent, LastCall
 from budgets.prices import cost
 from runs.models import LedgerEntry, Pass, Phase, Run, Step, StepStatus
+from runs.signals import budget_crossed
 
 COST_PLACES = Decimal("0.000001")  # Run.cost keeps six decimal places
+BUDGET_MARKS = (50, 80, 95)  # shares of the job's outer total that notifications announce
 
 
 class Ledger:
@@ -142,6 +144,8 @@ class Ledger:
             setattr(self.run, name, value)
         if money is not None:
             self.run.cost = ((self.run.cost or Decimal(0)) + money).quantize(COST_PLACES)
+        if counted:
+            _announce_marks(self.run, before=fresh["tokens_counted"] - counted)
 
 
 def add_to_run(run_id: int, deltas: dict[str, int | float], money: Decimal | None) -> dict:
@@ -162,6 +166,14 @@ def add_to_run(run_id: int, deltas: dict[str, int | float], money: Decimal | Non
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, run_id])
         return dict(zip(returned, cursor.fetchone()))
+
+
+def _announce_marks(run: Run, *, before: int) -> None:
+    """budget_crossed for each mark this settle passed; receivers keep each once per run."""
+    total = (run.plan or {}).get("worst_tokens") or 0
+    for percent in BUDGET_MARKS if total > 0 else ():
+        if before * 100 < percent * total <= run.tokens_counted * 100:
+            budget_crossed.send(sender=Run, run=run, percent=percent)  # notifications listen
 
 
 def settle_pending_steps(run: Run) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.template.loader import render_to_string
 
+from audit.selectors import audit_can_read, audit_for_run
 from catalogue.markdown import render_markdown
 from runs import selectors
 from runs.models import ApprovalState, Run
@@ -21,8 +22,11 @@ FILMSTRIP_LIMIT = 60
 RECENT_LIMIT = 15
 EVENT_LIMIT = 30
 APPROVAL_LIMIT = 20
+INBOX_LIMIT = 200
 HOME_FRAGMENTS = "runs/dashboard/_live.html"
 RUN_FRAGMENTS = "runs/run_detail/_live.html"
+INBOX_FRAGMENTS = "runs/approvals/_live.html"
+NAV_FRAGMENT = "runs/shared/_nav_approvals.html"
 
 
 def home_context(user) -> dict:
@@ -34,7 +38,22 @@ def home_context(user) -> dict:
 
 
 def home_fragments(user) -> str:
-    return render_to_string(HOME_FRAGMENTS, {**home_context(user), "oob": True})
+    return render_to_string(HOME_FRAGMENTS, {**home_context(user), "oob": True}) + nav_fragment()
+
+
+def inbox_context(user) -> dict:
+    """/approvals/: every pending approval across runs, with what the nav's count says."""
+    pending = selectors.approvals_pending(limit=INBOX_LIMIT)
+    return {"pending": pending, "approvals_waiting": len(pending), "can_operate": user_can(user, "operate")}
+
+
+def inbox_fragments(user) -> str:
+    return render_to_string(INBOX_FRAGMENTS, {**inbox_context(user), "oob": True})
+
+
+def nav_fragment() -> str:
+    """The nav's count of approvals waiting, out of band: every live page keeps it current."""
+    return render_to_string(NAV_FRAGMENT, {"approvals_waiting": selectors.approvals_pending_count(), "oob": True})
 
 
 def run_context(run: Run, user) -> dict:
@@ -50,6 +69,8 @@ def run_context(run: Run, user) -> dict:
         "files": selectors.run_result_files(run),
         "report": _report_html(run),
         "events": selectors.run_events_recent(run, limit=EVENT_LIMIT),
+        "audit": audit_for_run(run.pk),  # who did what to this run (runs/run_detail/_audit.html)
+        "can_read_audit": audit_can_read(user),
         "can_operate": user_can(user, "operate"),
         "controls": selectors.controls_for(run),
         "current": current,
@@ -71,7 +92,7 @@ def web_context(run: Run) -> dict:
 
 
 def run_fragments(run: Run, user) -> str:
-    return render_to_string(RUN_FRAGMENTS, {**run_context(run, user), "oob": True})
+    return render_to_string(RUN_FRAGMENTS, {**run_context(run, user), "oob": True}) + nav_fragment()
 
 
 def _report_html(run: Run):

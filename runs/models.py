@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from budgets.plan import Grant as PlanGrant
 from budgets.units import format_duration, format_tokens
 
 
@@ -122,6 +123,13 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.state in ACTIVE_STATES
+
+    def granted(self) -> PlanGrant:
+        """Every grant this run was given, together (arming adds it to the plan)."""
+        total = PlanGrant()
+        for grant in self.grants.all():
+            total += grant.amount
+        return total
 
     @property
     def tokens_text(self) -> str:
@@ -346,3 +354,31 @@ class LedgerEntry(models.Model):
     class Meta:
         db_table = "budgets_ledgerentry"  # named before the apps split (see migrations/0001)
         ordering = ["id"]
+
+
+class Grant(models.Model):
+    """More passes, outer tokens or outer time an operator gave a run that ended at an outer
+    ceiling; the run goes on as the same run (SPEC §10). Kept as its history."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="grants")
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    passes = models.PositiveIntegerField(default=0)
+    tokens = models.BigIntegerField(default=0)
+    seconds = models.PositiveIntegerField(default=0)
+    cause_before = models.CharField(max_length=500)  # how the run had ended
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"grant #{self.pk} to {self.run}: {self.describe()}"
+
+    @property
+    def amount(self) -> PlanGrant:
+        return PlanGrant(self.passes, self.tokens, self.seconds)
+
+    def describe(self) -> str:
+        return self.amount.describe()

@@ -32,6 +32,18 @@ def plan_lines_from_snapshot(plan: dict) -> list[str]:
     )
 
 
+def _grant_lines(run) -> list[str]:
+    """Grants raised the outer ceilings above (SPEC §10): who, when, what, after which end."""
+    grants = list(run.grants.select_related("granted_by")) if run.pk else []
+    if not grants:
+        return []
+    lines = ["## Grants", ""]
+    for grant in grants:
+        who = grant.granted_by.username if grant.granted_by else "the CLI"
+        lines.append(f"- {grant.created_at:%Y-%m-%d %H:%M} by {who}: {grant.describe()} after '{grant.cause_before}'")
+    return [*lines, "", "The loop plan above includes them.", ""]
+
+
 def render_report(run) -> str:
     plan = run.plan
     per = plan.get("per_pass", {})
@@ -66,6 +78,7 @@ def render_report(run) -> str:
         *plan_lines_from_snapshot(plan),
         "```",
         "",
+        *_grant_lines(run),
         "## Passes",
         "",
         "| pass | verdict | judge's reason | tokens | task stop | wrap-up |",

@@ -1,4 +1,5 @@
-"""The runs app's websockets: the live dashboard and one run's page."""
+"""The runs app's websockets: the live dashboard, one run's page, the approvals inbox, and the
+nav's count of approvals waiting."""
 
 from django.urls import path
 
@@ -7,4 +8,6 @@ from runs.consumers import LiveConsumer
 websocket_urlpatterns = [
     path("ws/live/", LiveConsumer.as_asgi()),
     path("ws/runs/<int:run_id>/", LiveConsumer.as_asgi()),
+    path("ws/approvals/", LiveConsumer.as_asgi(), {"view": "approvals"}),  # the inbox
+    path("ws/nav/", LiveConsumer.as_asgi(), {"view": "nav"}),  # the nav's count on pages without a socket
 ]

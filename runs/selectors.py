@@ -14,9 +14,10 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from budgets.plan import is_grantable
 from budgets.units import format_duration, format_tokens
 from runs.judge import REPORT_NAME
-from runs.models import ACTIVE_STATES, Approval, Pass, Run, RunEvent, RunState, Step, StepStatus
+from runs.models import ACTIVE_STATES, Approval, ApprovalState, Pass, Run, RunEvent, RunState, Step, StepStatus
 from runs.report import cache_hit_percent
 
 # -- the live table ------------------------------------------------------------------------------
@@ -154,7 +155,7 @@ def controls_for(run: Run) -> list[str]:
         return [*land, "stop", "cancel"]
     if run.state == RunState.PAUSED:
         return ["continue", "stop"] + (["resume"] if run.pause_reason == "cancelled" else [])
-    return ["resume"]
+    return (["grant"] if is_grantable(run.cause) else []) + ["resume"]  # SPEC §10
 
 
 def pass_leg_tokens(passes: list[Pass]) -> dict[tuple[int, str], int]:
@@ -205,6 +206,20 @@ def run_event_latest_id(*, run_id: int | None = None) -> int:
 
 def run_approvals(run: Run, *, limit: int) -> list[Approval]:
     return list(Approval.objects.filter(run=run).select_related("answered_by").order_by("-id")[:limit])
+
+
+def approvals_pending(*, limit: int) -> list[Approval]:
+    """Every approval a person still has to answer, across runs, the soonest to expire first."""
+    return list(
+        Approval.objects.filter(state=ApprovalState.PENDING)
+        .select_related("run")
+        .defer("run__recipe_text", "run__plan")
+        .order_by("expires_at", "id")[:limit]
+    )
+
+
+def approvals_pending_count() -> int:
+    return Approval.objects.filter(state=ApprovalState.PENDING).count()
 
 
 def run_filmstrip(run: Run, *, limit: int) -> list[Step]:

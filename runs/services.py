@@ -19,6 +19,10 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from agents.providers import ProviderError, choose_provider, preflight_anthropic, script_beside
+from audit.services import audit_record
+from budgets.plan import Grant as PlanGrant
+from budgets.plan import grant_refusal
+from budgets.units import format_duration, format_tokens
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe import RecipeError, resolve_output_dir
@@ -29,8 +33,9 @@ from runs import approvals, events
 from runs.arming import OverrideError, arm, first_message, plan_snapshot
 from runs.engine import finish_run
 from runs.ledger import settle_pending_steps
-from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Control, Pass, Run, RunState
+from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Control, Grant, Pass, Run, RunState
 from runs.report import write_report
+from runs.signals import run_paused
 from runs.wiring import site_url
 
 log = logging.getLogger(__name__)
@@ -204,6 +209,8 @@ def _create_run(
         events.record(run, "note", note)
     label = "the offline scripted model (not Claude)" if provider == "scripted" else executor
     events.record(run, "queued", f"queued on {label}", provider=provider)
+    if resumed_from is None:  # a resume is recorded once, as run.resume, by run_resume
+        audit_record(actor=user, action="run.start", target=run, detail={"args": list(args)})
     _enqueue_on_commit(run.pk)
     return run
 
@@ -262,9 +269,11 @@ def run_stop(*, run: Run, user=None) -> str:
         if Run.objects.filter(pk=run.pk, state=run.state).update(control=Control.STOP) == 1:
             with transaction.atomic():
                 finish_run(run, "stopped by user")
+            audit_record(actor=user, action="run.stop", target=run)
             return f"run #{run.pk} stopped"
     Run.objects.filter(pk=run.pk, state__in=ACTIVE_STATES).update(control=Control.STOP)
     events.record(run, "control", "stop requested: the pass in flight finishes, then the run ends")
+    audit_record(actor=user, action="run.stop", target=run)
     return f"run #{run.pk}: stop requested; the pass in flight finishes, is not judged, and the run ends"
 
 
@@ -277,6 +286,8 @@ def run_cancel(*, run: Run, user=None) -> str:
         ):
             run.refresh_from_db()
             events.record(run, "paused", "paused(cancelled) before it started", reason="cancelled")
+            run_paused.send(sender=Run, run=run, reason="cancelled")  # notifications listen
+            audit_record(actor=user, action="run.cancel", target=run)
             return f"run #{run.pk} cancelled before it started; state preserved"
     if run.state != RunState.RUNNING and run.state != RunState.AWAITING_APPROVAL:
         raise RunRefused(f"run #{run.pk} is not running ({run.state_label}); nothing to cancel")
@@ -284,6 +295,7 @@ def run_cancel(*, run: Run, user=None) -> str:
         control=Control.STOP
     ).update(control=Control.CANCEL)
     events.record(run, "control", "cancel requested: interrupting now; state preserved")
+    audit_record(actor=user, action="run.cancel", target=run)
     return f"run #{run.pk}: cancel requested; it pauses with its conversation kept (state preserved)"
 
 
@@ -296,6 +308,7 @@ def run_land(*, run: Run, user=None) -> str:
     if Run.objects.filter(pk=run.pk, state=RunState.RUNNING, control="").update(control=Control.LAND) != 1:
         raise RunRefused(f"run #{run.pk} already has a request pending")
     events.record(run, "control", "land now requested: the wrap-up prompt takes the wheel")
+    audit_record(actor=user, action="run.land", target=run)
     return f"run #{run.pk}: landing — the wrap-up prompt takes the wheel after this step"
 
 
@@ -323,6 +336,7 @@ def run_continue(*, run: Run, user=None) -> str:
         ) from None
     run.refresh_from_db()
     events.record(run, "continued", f"continue from paused({reason})")
+    audit_record(actor=user, action="run.continue", target=run, detail={"paused": reason})
     _enqueue_on_commit(run.pk)
     return f"run #{run.pk} continues from its checkpoint (was paused({reason}))"
 
@@ -338,7 +352,7 @@ def _nothing_to_continue(run: Run) -> str:
 
 def run_resume(*, run: Run, user=None, headless: bool | None = None, provider: str | None = None) -> Run:
     """A fresh run with a fresh budget, seeded with the latest result file; it names `run`."""
-    return run_start(
+    new = run_start(
         kind=run.kind,
         name_or_path=run.recipe_path if not run.recipe_id else run.name,
         args=list(run.args),
@@ -348,6 +362,58 @@ def run_resume(*, run: Run, user=None, headless: bool | None = None, provider: s
         provider=provider or run.provider,
         resumed_from=run,
     )
+    audit_record(actor=user, action="run.resume", target=new, detail={"resumes": run.pk})
+    return new
+
+
+def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
+    """More passes, outer tokens or outer time for a run that ended at an outer ceiling; it goes
+    on as the same run, its next pass seeded as usual (SPEC §10). Bounded by
+    RYSH_GRANT_MAX_PERCENT of the recipe's own outer ceilings, all grants together."""
+    if run.state != RunState.FINISHED:
+        raise RunRefused(f"run #{run.pk} has not ended ({run.state_label}); a grant applies to a run that ended")
+    try:
+        _spec, base = arm(run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=run.overrides)
+    except (RecipeError, OverrideError) as exc:
+        raise RunRefused(f"run #{run.pk} cannot be re-armed: {exc}") from None
+    already = run.granted()
+    plan = base.granted(already)
+    why = grant_refusal(plan, base, run.cause, already, extra, settings.RYSH_GRANT_MAX_PERCENT / 100)
+    if why:
+        raise RunRefused(f"run #{run.pk}: {why}")
+    granted = plan.granted(extra)
+    cause = run.cause
+    try:
+        with transaction.atomic():
+            claimed = Run.objects.filter(pk=run.pk, state=RunState.FINISHED, cause=cause).update(
+                state=RunState.QUEUED, cause="", control="", phase="", ended_at=None, plan=plan_snapshot(granted)
+            )
+            if claimed != 1:
+                raise RunRefused(f"run #{run.pk} changed meanwhile; look again")
+            Grant.objects.create(
+                run=run,
+                granted_by=user if getattr(user, "is_authenticated", False) else None,
+                passes=extra.passes,
+                tokens=extra.tokens,
+                seconds=extra.seconds,
+                cause_before=cause,
+            )
+    except IntegrityError:
+        raise RunRefused(
+            f"{run.target} already has an active run: {describe(active_run(run.target))}; stop or cancel it first"
+        ) from None
+    run.refresh_from_db()
+    who = getattr(user, "username", "") or "the CLI"
+    events.record(
+        run,
+        "granted",
+        f"granted {extra.describe()} by {who} after '{cause}'; now {granted.passes} passes, "
+        f"outer total {format_tokens(granted.outer_tokens) if granted.outer_tokens else 'none'}, "
+        f"outer time {format_duration(granted.outer_seconds) if granted.outer_seconds else 'none'}",
+    )
+    audit_record(actor=user, action="run.grant", target=run, detail={"extra": extra.describe(), "after": cause})
+    _enqueue_on_commit(run.pk)
+    return f"run #{run.pk} granted {extra.describe()}; it goes on as the same run (was: {cause})"
 
 
 # -- approvals ----------------------------------------------------------------------------------
@@ -362,6 +428,12 @@ def approval_answer(*, approval: Approval, user, approved: bool, reason: str = "
         approval.refresh_from_db()
         raise RunRefused(f"approval #{approval.pk} was answered meanwhile ({approval.state})")
     verb = "approved" if approved else "rejected"
+    audit_record(
+        actor=user,
+        action="approval.approve" if approved else "approval.reject",
+        target=approval.run,
+        detail={"approval": approval.pk, "call": approval.action_text, "reason": reason.strip()},
+    )
     return f"run #{approval.run_id}: {approval.action_text} {verb}" + (f" ({reason.strip()})" if reason.strip() else "")
 
 
@@ -421,5 +493,6 @@ def runs_sweep_lost(*, now=None) -> list[str]:
                 said.append(f"run #{run.pk}: worker lost; continued from its checkpoint")
         else:
             write_report(run)
+            run_paused.send(sender=Run, run=run, reason="worker lost")  # notifications listen
             said.append(f"run #{run.pk}: worker lost {run.lost_count} times; paused for a person")
     return said

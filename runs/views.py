@@ -28,7 +28,7 @@ from catalogue.models import Recipe
 from catalogue.selectors import recipe_args
 from catalogue.views import _get_recipe_for_user
 from runs import live, selectors, services
-from runs.forms import HistoryFilterForm, RunForm
+from runs.forms import GrantForm, HistoryFilterForm, RunForm
 from runs.models import Approval, Run, Step
 from runs.report import plan_lines_from_snapshot
 from rysh_site.paths import UnsafePath, safe_child
@@ -152,6 +152,23 @@ def run_land(request: HttpRequest, pk: int) -> HttpResponse:
 # -- approvals and the filmstrip ----------------------------------------------------------------
 
 
+@login_required
+@require_POST
+@vary_on_headers("HX-Request")
+def run_grant(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _get_run_for_user(request, pk, "operate")
+    form = GrantForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "grant refused: " + "; ".join(form.error_lines()))
+        return _after_control(request, run)
+    try:
+        messages.success(request, services.run_grant(run=run, extra=form.grant(), user=request.user))
+    except services.RunRefused as exc:
+        messages.error(request, str(exc))
+        return _after_control(request, run)
+    return _after_control(request, run, go=True)  # the whole page: its plan lines changed
+
+
 def _approval_answer(request: HttpRequest, pk: int, approval_pk: int, approved: bool) -> HttpResponse:
     run = _get_run_for_user(request, pk, "operate")
     approval = get_object_or_404(Approval, pk=approval_pk, run=run)
@@ -161,9 +178,27 @@ def _approval_answer(request: HttpRequest, pk: int, approval_pk: int, approved: 
         )
     except services.RunRefused as exc:
         messages.error(request, str(exc))
-        return _after_control(request, run)
+        return _after_answer(request, run)
     messages.success(request, said)
+    return _after_answer(request, run)
+
+
+def _after_answer(request: HttpRequest, run: Run) -> HttpResponse:
+    """Answered from the inbox: the inbox's fragments; from a run page: the run's."""
+    if request.htmx and request.GET.get("from") == "inbox":
+        return render(request, "runs/approvals/_answer.html", live.inbox_context(request.user))
     return _after_control(request, run)
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def approvals_inbox(request: HttpRequest) -> HttpResponse:
+    """/approvals/: every pending approval across runs, live (ws/approvals/)."""
+    require(request.user, "view")
+    context = live.inbox_context(request.user)
+    if request.htmx:
+        return render(request, "runs/approvals/_live.html", context)
+    return render(request, "runs/approvals.html", context)
 
 
 @login_required

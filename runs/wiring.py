@@ -20,6 +20,7 @@ from runs.models import Control, Run, Step
 
 def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = None) -> Armed:
     spec, plan = arm(run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=run.overrides)
+    plan = plan.granted(run.granted())  # an operator's grants raise the outer ceilings (SPEC §10)
     output_dir = Path(run.output_dir)
     if tools is None:
         tools = (

@@ -7,16 +7,20 @@ import logging
 import os
 import socket
 import threading
+from datetime import timedelta
 from pathlib import Path
 
-from django.db import connection
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from runs import events
 from runs.engine import Engine, finish_run
 from runs.ledger import settle_pending_steps
 from runs.models import Run, RunState
-from runs.services import runs_sweep_lost
+from runs.report import write_report
+from runs.services import enqueue_run, runs_sweep_lost
 from runs.wiring import arm_run
 
 log = logging.getLogger(__name__)
@@ -27,12 +31,55 @@ LIVE_STATES = (RunState.RUNNING, RunState.AWAITING_APPROVAL)  # a worker holds t
 
 def execute_run(run_id: int) -> None:
     """django-q2 entry point: drive a queued run with its real ports."""
+    drop_dead_connection()
     execute(run_id, arm_run)
 
 
 def sweep_lost_runs() -> list[str]:
     """django-q2 entry point of the every-minute sweeper schedule."""
-    return runs_sweep_lost()
+    drop_dead_connection()
+    return runs_sweep_lost() + requeue_stranded_runs()
+
+
+def drop_dead_connection() -> None:
+    """Let Django connect afresh when this process's connection died while it was idle (the
+    database restarted, failed over or terminated it). django-q2 drops only connections that
+    already failed a query or outlived CONN_MAX_AGE, so the task's first query — the claim —
+    would fail and leave its run queued with no task."""
+    if connection.connection is not None and not connection.is_usable():
+        connection.close()
+
+
+def requeue_stranded_runs(*, now=None) -> list[str]:
+    """Queue again the runs that wait as `queued` with no task left to drive them: Redis
+    restarted empty, a cluster was killed holding tasks it had taken off the queue, or the
+    enqueue failed while the broker was down. Only when the broker's queue is empty (a task
+    still waiting there may be theirs) and a run has waited RYSH_WORKER_LOST_SECONDS since it
+    was last queued. A task delivered twice is harmless: the claim is atomic."""
+    from django_q.brokers import get_broker  # the broker is configured only once Django is set up
+
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.RYSH_WORKER_LOST_SECONDS)
+    waiting = list(
+        Run.objects.filter(state=RunState.QUEUED)
+        .annotate(since=Max("events__created_at"))
+        .filter(Q(since__lt=cutoff) | Q(since__isnull=True, created_at__lt=cutoff))
+    )
+    if not waiting:
+        return []
+    try:
+        if get_broker().queue_size():
+            return []
+    except Exception:  # the broker is down: the next sweep tries again
+        log.warning("the task queue cannot be read; queued runs are checked at the next sweep", exc_info=True)
+        return []
+    said = []
+    for run in waiting:
+        waited = int((now - (run.since or run.created_at)).total_seconds())
+        events.record(run, "requeued", f"queued again: no task for it was left in the queue after {waited}s")
+        enqueue_run(run.pk)
+        said.append(f"run #{run.pk}: queued {waited}s with no task left in the queue; queued again")
+    return said
 
 
 def worker_label() -> str:
@@ -58,9 +105,23 @@ class Heartbeat:
     def _beat(self) -> None:
         try:
             while not self.stopped.wait(HEARTBEAT_SECONDS):
-                Run.objects.filter(pk=self.run_id, state__in=LIVE_STATES).update(heartbeat_at=timezone.now())
+                try:
+                    Run.objects.filter(pk=self.run_id, state__in=LIVE_STATES).update(heartbeat_at=timezone.now())
+                except DatabaseError:
+                    # One failed beat (a dropped connection, a database restarting) must not end
+                    # the heartbeat: the sweeper would take a run whose worker is alive as lost
+                    # and queue it again, and two workers would drive it. Connect afresh.
+                    log.warning("heartbeat of run %s failed; trying again", self.run_id, exc_info=True)
+                    _close_quietly()
         finally:
-            connection.close()
+            _close_quietly()
+
+
+def _close_quietly() -> None:
+    try:
+        connection.close()
+    except DatabaseError:
+        pass
 
 
 def execute(run_id: int, armed_for) -> None:
@@ -96,6 +157,21 @@ def execute(run_id: int, armed_for) -> None:
             Engine(run, armed).go()
         finally:
             release_tools(run, armed.tools)
+        settle_orphaned_steps(run)
+
+
+def settle_orphaned_steps(run: Run) -> None:
+    """A call whose settle failed (the database connection dropped inside its transaction)
+    leaves its step pending when the engine then ends the run on that error; nobody sweeps a
+    finished run, so without this the call would be counted nowhere. Count it at its
+    reservation, as for a lost worker, and write the report again with the total."""
+    run.refresh_from_db()
+    if run.state != RunState.FINISHED:
+        return  # a paused or live run keeps its pending steps for the next claim or the sweeper
+    settled = settle_pending_steps(run)
+    if settled:
+        events.record(run, "note", f"{settled} call(s) whose settle failed counted in full")
+        write_report(run)
 
 
 def release_tools(run: Run, tools) -> None:

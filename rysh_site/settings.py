@@ -56,6 +56,8 @@ INSTALLED_APPS = [
     "reviews",
     "runs",
     "schedules",
+    "notify",
+    "audit",
     "agents",
     "demo_site",
 ]
@@ -68,6 +70,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "audit.middleware.AuditContextMiddleware",  # who and from where, for audit rows
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -87,6 +90,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "runs.context_processors.approvals_waiting",
+                "rysh_site.context_processors.roles",
             ],
         },
     },
@@ -203,6 +208,16 @@ RYSH_DEMO_SITE = envbool("RYSH_DEMO_SITE", RYSH_RECIPES_REPO == DEMO_RECIPES_REP
 # Where this dashboard is reached; a recipe `url: /demo-site/` is resolved against it.
 RYSH_SITE_URL = envstr("RYSH_SITE_URL", f"http://{RYSH_HOST}:{RYSH_PORT}").rstrip("/")
 
+# email notifications (notify/): the console backend by default, so `make run` needs nothing
+EMAIL_BACKEND = envstr("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "rysh@localhost")
+EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = 10
+
 
 def _ws_origins() -> list[str]:
     """The exact origins (scheme://host:port) a websocket may come from: the site's own address,
@@ -225,7 +240,10 @@ RYSH_VIDEOS_DIR = DATA_DIR / "videos"  # `record: true`
 RYSH_PAGE_TEXT_LIMIT = envint("RYSH_PAGE_TEXT_LIMIT", 20000, minimum=500)  # characters of a page read
 RYSH_BROWSER_TIMEOUT = envint("RYSH_BROWSER_TIMEOUT", 15, minimum=1)  # seconds per browser action
 RYSH_PROFILE_WAIT = envint("RYSH_PROFILE_WAIT", 60, minimum=0)  # seconds to wait for a busy profile
-RYSH_APPROVAL_TIMEOUT = envint("RYSH_APPROVAL_TIMEOUT", 300, minimum=1)  # then the action is rejected
+RYSH_APPROVAL_TIMEOUT = envint("RYSH_APPROVAL_TIMEOUT", 1800, minimum=1)  # then rejected (recipes: approve_timeout)
+# grants (SPEC §10): all grants to one run may add at most this percent of the recipe's own
+# outer ceilings (passes, outer total, outer time); 100: the recipe's own once more
+RYSH_GRANT_MAX_PERCENT = envint("RYSH_GRANT_MAX_PERCENT", 100, minimum=0)
 RYSH_SCHEDULE_MAX_FAILURES = envint("RYSH_SCHEDULE_MAX_FAILURES", 5, minimum=1)
 
 LOGGING = {

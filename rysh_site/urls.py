@@ -13,6 +13,8 @@ urlpatterns = [
     path("", include("catalogue.urls")),
     path("", include("reviews.urls")),
     path("", include("agents.urls")),
+    path("", include("notify.urls")),
+    path("", include("audit.urls")),
 ]
 if settings.RYSH_DEMO_SITE:
     # the offline web demo's target, public (no login): mounted only when the demo is on

@@ -29,11 +29,13 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.models import Schedule
 
+from audit.services import audit_record
 from budgets.units import UnitError, parse_duration
 from catalogue.models import Recipe
 from runs import services
 from runs.models import Run, RunState
 from schedules.models import RecipeSchedule
+from schedules.signals import schedule_disabled
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +166,12 @@ def schedule_add(*, name: str, kind: str, recipe: str, args: list[str], when: st
     row, _ = schedule_save(
         name=name, origin=RecipeSchedule.MANUAL, kind=kind, recipe=recipe, args=args, when=when, tz=tz
     )
+    audit_record(action="schedule.add", target=_audit_target(row), detail={"when": when, "tz": tz, "args": list(args)})
     return row
+
+
+def _audit_target(row: RecipeSchedule) -> tuple[str, int, str]:
+    return ("schedule", row.pk, f"schedule {row.name} ({row.kind}/{row.recipe})")
 
 
 def schedule_get(name: str) -> RecipeSchedule:
@@ -181,7 +188,9 @@ def schedule_remove(*, name: str) -> str:
             f"{name} comes from the recipe's schedule: set `schedule: off` in "
             f"{row.kind}/{row.recipe} (or disable it here)"
         )
+    target = _audit_target(row)
     row.q.delete()
+    audit_record(action="schedule.remove", target=target)
     return f"schedule {name} removed"
 
 
@@ -192,6 +201,7 @@ def schedule_enable(*, name: str) -> str:
         RecipeSchedule.objects.filter(pk=row.pk).update(enabled=True, failures=0, disabled_reason="")
         # from the next tick on: what was missed while disabled is not run (no backfill)
         Schedule.objects.filter(pk=row.q_id).update(repeats=-1, next_run=next_tick(fields, row.timezone))
+    audit_record(action="schedule.enable", target=_audit_target(row))
     return f"schedule {name} enabled; next run {timezone.localtime(next_tick(fields, row.timezone)):%Y-%m-%d %H:%M %Z}"
 
 
@@ -200,6 +210,8 @@ def schedule_disable(*, name: str, reason: str = "disabled by hand") -> str:
     with transaction.atomic():
         RecipeSchedule.objects.filter(pk=row.pk).update(enabled=False, disabled_reason=reason[:500])
         Schedule.objects.filter(pk=row.q_id).update(repeats=0)  # django-q2 skips repeats=0
+    # also after too many failures in a row: then the reason says so and, in a worker, source is system
+    audit_record(action="schedule.disable", target=_audit_target(row), detail={"reason": reason})
     return f"schedule {name} disabled ({reason})"
 
 
@@ -241,6 +253,8 @@ def _failed(row: RecipeSchedule, message: str) -> str:
     RecipeSchedule.objects.filter(pk=row.pk).update(failures=failures, last_message=message[:500])
     limit = settings.RYSH_SCHEDULE_MAX_FAILURES
     if failures >= limit:
-        schedule_disable(name=row.name, reason=f"{failures} failures in a row; last: {message}")
+        reason = f"{failures} failures in a row; last: {message}"
+        schedule_disable(name=row.name, reason=reason)
+        schedule_disabled.send(sender=RecipeSchedule, schedule=row, reason=reason)  # notifications listen
         return f"schedule {row.name}: {message}; disabled after {failures} failures in a row"
     return f"schedule {row.name}: {message} ({failures}/{limit} failures in a row)"

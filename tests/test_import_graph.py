@@ -7,7 +7,18 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("agents", "budgets", "catalogue", "demo_site", "reviews", "runs", "rysh_site", "schedules")
+PACKAGES = (
+    "agents",
+    "audit",
+    "budgets",
+    "catalogue",
+    "demo_site",
+    "notify",
+    "reviews",
+    "runs",
+    "rysh_site",
+    "schedules",
+)
 
 
 def modules() -> dict[str, Path]:

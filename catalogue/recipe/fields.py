@@ -17,7 +17,7 @@ import yaml
 from budgets.units import UnitError, parse_duration
 from catalogue.recipe.placeholders import BUILTIN_PLACEHOLDERS
 from catalogue.recipe.reader import BAD, NULL_TAG, Reader
-from catalogue.spec import FOLDERS, KINDS, MAX_INTERVAL, DoSpec, Kind, WhileSpec
+from catalogue.spec import FOLDERS, KINDS, MAX_INTERVAL, NOTIFY_EVENTS, DoSpec, Kind, NotifyRule, WhileSpec
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 
@@ -36,9 +36,11 @@ _TOP_KEYS = (
     "loop",
     "step",
     "approve",
+    "approve_timeout",
     "allowed_domains",
     "model",
     "judge_model",
+    "notify",
 )
 _WEB_ONLY = ("web_profile", "url", "web_read", "record")
 _LOOP_KEYS = ("do", "while")
@@ -48,6 +50,7 @@ _WATCH_KEYS = ("takeover_when", "takeover_prompt")
 _WHILE_KEYS = ("enabled", "max_iterations", "max_duration", "budget", "prompts", "judge_model")
 _WHILE_BUDGET_KEYS = ("size",)
 _PROMPTS_KEYS = ("until", "iterate_with")
+_NOTIFY_KEYS = ("channel", "events")
 
 # Where each mapping sits, so a key put at the wrong level can be pointed home
 # (`until:` directly under `loop.while` is the classic slip). Legacy `step` is left out
@@ -104,15 +107,30 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
             "output_dir": functools.partial(_read_output_dir, r, kind=kind, name=name),
             "schedule": functools.partial(_read_schedule, r),
             "approve": functools.partial(_read_tool_names, r),
+            "approve_timeout": functools.partial(_read_approve_timeout, r),
             "allowed_domains": functools.partial(_read_domains, r),
             "model": r.text,
             "judge_model": r.text,
+            "notify": functools.partial(_read_notify, r),
         },
     )
     do, loop_while, warnings = _read_loop(r, keys)
     if kind is not None and name is not None:
         values.setdefault("output_dir", default_output_dir(kind, name))
     return {**values, "kind": kind, "name": name, "do": do, "loop_while": loop_while, "warnings": tuple(warnings)}
+
+
+APPROVE_TIMEOUT_RANGE = (60, 7 * 24 * 3600)  # a minute to a week
+
+
+def _read_approve_timeout(r: Reader, node, field) -> int | None:
+    """How long an approval waits for a person before it is rejected (default: the setting's 30m)."""
+    seconds = r.duration(node, field)
+    low, high = APPROVE_TIMEOUT_RANGE
+    if seconds is not None and not low <= seconds <= high:
+        r.add(node, field, f"expected a duration from 1m to 7d, got {r.value(node, field)!r}")
+        return None
+    return seconds
 
 
 def default_output_dir(kind: str, name: str) -> str:
@@ -272,6 +290,51 @@ def _read_output_dir(r: Reader, node, field, *, kind: Kind | None, name: str | N
     else:
         return normal
     return None
+
+
+def _read_notify(r: Reader, node, field) -> tuple[NotifyRule, ...] | None:
+    """`notify: [{channel: ops, events: [run.ended, budget.80]}]`: the shape and the event
+    names here; whether the channel exists needs the database (catalogue.checks)."""
+    if not isinstance(node, yaml.SequenceNode):
+        r.expected(node, field, "a list of {channel: NAME, events: [...]} entries")
+        return None
+    rules = []
+    for item in node.value:
+        keys = r.mapping(item, field, _NOTIFY_KEYS)
+        if keys is None:
+            continue
+        channel = events = None
+        if "channel" not in keys or "events" not in keys:
+            missing = " and ".join(k for k in _NOTIFY_KEYS if k not in keys)
+            r.add(item, field, f"expected an entry with channel and events, got one without {missing}")
+        if "channel" in keys:
+            channel = r.matching(
+                keys["channel"], f"{field}.channel", pattern=NAME_RE, what=f"a channel name ({_NAME_EXPECTED})"
+            )
+        if "events" in keys:
+            events = _read_notify_events(r, keys["events"], f"{field}.events")
+        if channel is not None and events is not None:
+            rules.append(NotifyRule(channel=channel, events=events, line=r.line(keys["channel"])))
+    return tuple(rules)
+
+
+def _read_notify_events(r: Reader, node, field) -> tuple[str, ...] | None:
+    items = r.items(node, field, "event names")
+    if items is None:
+        return None
+    events: list[str] = []
+    for item, value in items:
+        if isinstance(value, str) and value in NOTIFY_EVENTS:
+            if value not in events:
+                events.append(value)
+        elif value is not BAD:
+            r.expected(item, field, "one of " + ", ".join(NOTIFY_EVENTS))
+    if not events and items:
+        return None
+    if not items:
+        r.expected(node, field, "at least one event")
+        return None
+    return tuple(events)
 
 
 def _read_schedule(r: Reader, node, field) -> str | None:

@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from catalogue.checks import text_issues
 from catalogue.repo import RepoError
 from catalogue.spec import FOLDERS
 from catalogue.views import _get_recipe_for_user
@@ -125,11 +126,11 @@ def recipe_validate(request: HttpRequest) -> HttpResponse:
         against = recipe.good.text if recipe.good else None
     elif request.POST.get("change", "").isdigit():  # a revision: against the change's base
         against = get_object_or_404(ChangeRequest, pk=int(request.POST["change"])).base_text or None
-    return render(
-        request,
-        "reviews/editor/_validation.html",
-        recipe_text_check(normalize_text(request.POST.get("text", "")), kind=kind, name=name, against=against),
-    )
+    text = normalize_text(request.POST.get("text", ""))
+    context = recipe_text_check(text, kind=kind, name=name, against=against)
+    if not context["issues"]:  # what needs the database, e.g. notify: channels (catalogue.checks)
+        context["issues"] = text_issues(text, path=f"{name}.md", kind=kind, name=name)
+    return render(request, "reviews/editor/_validation.html", context)
 
 
 def _refuse_invalid(text: str, *, kind: str, name: str) -> None:

@@ -1078,3 +1078,23 @@ def test_it_never_raises_anything_but_recipe_error_for_schema_shaped_yaml(frontm
 def test_a_task_recipe_may_name_allowed_domains_for_http_get():
     spec = parse_recipe(recipe("allowed_domains: [API.example.com, '*.example.org']\n"), path=TASK)
     assert spec.kind == "task" and spec.allowed_domains == ("api.example.com", "*.example.org")
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds", "error"),
+    [
+        ("2h", 7200, None),
+        ("90s", 90, None),
+        ("30s", None, "expected a duration from 1m to 7d, got '30s'"),
+        ("8d", None, "expected a duration"),
+        ("soon", None, "expected a duration such as 90s, 7m or 1h30m, got 'soon'"),
+    ],
+)
+def test_approve_timeout_is_a_duration_from_a_minute_to_a_week(value, seconds, error):
+    text = recipe(f"approve: ['click:Publish*']\napprove_timeout: {value}\n")
+    if error is None:
+        assert parse_recipe(text, path=WEB).approve_timeout == seconds
+        return
+    with pytest.raises(RecipeError) as raised:
+        parse_recipe(text, path=WEB)
+    assert f"x.md:3 approve_timeout: {error}" in str(raised.value)

@@ -89,7 +89,67 @@ passes:
     judge: "YES\\nsaved {HOSTILE} {HOSTILE_SCRIPT_TAG}"
 """
 
+GRANT_RECIPE = """\
+---
+description: e2e - one pass is not enough; an operator grants another
+loop:
+  do:
+    budget: 20p
+  while:
+    max_iterations: 1
+    prompts:
+      until: the list has two entries
+---
+Write a list.
+"""
+
+GRANT_SCRIPT = """\
+passes:
+  - task:
+      - text: "Saving one entry."
+        tool_calls:
+          - {name: save_result, input: {filename: list.md, content: "- one"}}
+      - text: "Saved."
+    judge: "NO\\nonly one entry"
+  - task:
+      - text: "Adding the second."
+        tool_calls:
+          - {name: save_result, input: {filename: list.md, content: "- one\\n- two"}}
+      - text: "Saved."
+    judge: "YES\\ntwo entries"
+"""
+
+APPROVE_RECIPE = """\
+---
+description: e2e - saving the result waits for a person
+approve: ["save_result:final*"]
+approve_timeout: 10m
+loop:
+  do:
+    budget: 20p
+  while:
+    max_iterations: 1
+    prompts:
+      until: the final file is saved
+---
+Save the final file.
+"""
+
+APPROVE_SCRIPT = """\
+passes:
+  - task:
+      - text: "Saving the final file."
+        tool_calls:
+          - {name: save_result, input: {filename: final.md, content: "done"}}
+      - text: "Saved."
+    judge: "YES\\nsaved"
+"""
+
 E2E_RECIPES = {
+    ".rysh/automations/tasks/e2e-approve.md": APPROVE_RECIPE,
+    ".rysh/automations/tasks/e2e-approve.script.yaml": APPROVE_SCRIPT,
+    ".rysh/automations/tasks/e2e-grant.md": GRANT_RECIPE,
+    ".rysh/automations/tasks/e2e-grant.script.yaml": GRANT_SCRIPT,
     ".rysh/automations/tasks/e2e-slow.md": SLOW_RECIPE,
     ".rysh/automations/tasks/e2e-slow.script.yaml": SLOW_SCRIPT,
     ".rysh/automations/tasks/e2e-hostile.md": HOSTILE_RECIPE,
@@ -132,7 +192,7 @@ def as_user(stack, browser):
 
     def watch(message) -> None:
         if "Content Security Policy" in message.text:
-            refused.append(message.text)
+            refused.append(f"{message.text} at {message.location}")
 
     def open_page(username: str | None):
         context = browser.new_context(viewport={"width": 1280, "height": 900})

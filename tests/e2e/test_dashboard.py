@@ -370,3 +370,50 @@ def test_pages_work_under_the_content_security_policy(stack, as_user):
     page.wait_for_function(f"document.querySelectorAll('#gutter span').length === {before + 2}")
     page.goto(f"{stack.url}/demo-site/")
     assert "Georgia" in page.evaluate("getComputedStyle(document.body).fontFamily")
+
+
+def test_an_operator_grants_a_run_at_its_pass_cap_and_it_goes_on_to_fulfilled(stack, as_user):
+    pk = stack.run("e2e-grant")
+    page = as_user("operator")
+    open_run_page(page, stack, pk)
+    wait_text(page, "#run-cause", "^unfulfilled: the 1-pass cap is reached$", timeout=30_000)
+    page.wait_for_selector("form.grant-form")  # pushed with the run's end: no reload
+    asked = accept_dialogs(page)
+    page.fill("form.grant-form input[name=passes]", "1")
+    page.click("form.grant-form button[type=submit]")
+    wait_text(page, "#flash", "granted \\+1 pass")
+    assert asked and "Grant run" in asked[0]
+    wait_text(page, "#run-cause", "^fulfilled$", timeout=30_000)
+    assert "granted +1 pass by operator" in page.inner_text("#run-events")
+    assert "maxIter=2" in page.inner_text("pre.plan")
+    assert "## Grants" not in page.inner_text("#run-report") and "Grants" in page.inner_text("#run-report")
+    assert page.locator("#run-timeline tr[id^=pass-]").count() == 2  # the same run, its history kept
+
+
+def test_an_approval_appears_in_the_inbox_live_and_is_answered_there(stack, as_user):
+    inbox = as_user("operator")
+    inbox.goto(f"{stack.url}/approvals/")
+    inbox.wait_for_function("() => window.htmx !== undefined")
+    assert inbox.locator("#inbox-empty").count() == 1 and inbox.locator("#nav-approvals-count").count() == 0
+    history = inbox.context.new_page()  # a page without its own socket: the nav's count is live too
+    history.goto(f"{stack.url}/history/")
+    history.wait_for_function("() => window.htmx !== undefined")
+
+    pk = stack.run("e2e-approve")
+    row = inbox.locator("#approvals-inbox tbody tr")
+    row.wait_for(timeout=30_000)  # no reload
+    assert f"run #{pk}" in row.inner_text() and "save_result" in row.inner_text()
+    assert "final.md" in row.inner_text() and "minutes" in row.inner_text()
+    wait_text(inbox, "#nav-approvals-count", "^1$")
+    wait_text(history, "#nav-approvals-count", "^1$")
+
+    inbox.locator("#approvals-inbox input[name=reason]").fill("looks right")
+    inbox.click("#approvals-inbox button:has-text('Approve')")
+    wait_text(inbox, "#flash", "approved")
+    inbox.wait_for_selector("#inbox-empty")
+    history.wait_for_function("() => !document.getElementById('nav-approvals-count')")
+    for _ in range(60):
+        if stack.run_row(pk)["cause"] == "fulfilled":
+            break
+        inbox.wait_for_timeout(500)
+    assert stack.run_row(pk)["cause"] == "fulfilled"

@@ -28,6 +28,12 @@ Token arithmetic (deterministic, not a real tokenizer):
   request's `max_tokens` the text is cut to max_tokens*4 bytes, tool calls are dropped (they
   would be unfinished) and stop_reason is `max_tokens`.
 
+Every Messages request also leaves an `Exchange` in `exchanges` (the server's own log): when
+it arrived and when its answer was over (monotonic seconds), its status, the usage it was
+billed (zero for an error, and for an error sent inside a stream) and a tag — what `tagger(body)`
+says the request belongs to (e.g. a run), None without a tagger. `latency` delays the first
+byte of every answer that `delay_next` does not delay.
+
 The key may come as `x-api-key` or as `Authorization: Bearer` (what the installed SDK sends);
 without either the answer is 401 authentication_error, as from the real API.
 """
@@ -39,6 +45,7 @@ import itertools
 import json
 import math
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -72,10 +79,30 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # names lower-cased
     json: Any  # the parsed body, None when it was not JSON
+    received: float = 0.0  # time.monotonic() when the body had been read
 
     @property
     def stream(self) -> bool:
         return bool(isinstance(self.json, dict) and self.json.get("stream"))
+
+
+@dataclass
+class Exchange:
+    """One Messages request as the server saw it (its log): the truth for spend and overlap."""
+
+    tag: str | None
+    started: float  # time.monotonic() when the request had been read
+    ended: float | None = None  # when its answer was written (or the client went away)
+    status: int = 0
+    usage: dict[str, int] = field(default_factory=dict)  # billed; empty for an error
+    stream: bool = False
+    aborted: bool = False  # the client closed the connection before the answer was over
+
+    @property
+    def billed(self) -> int:
+        """Tokens billed in the budget's unit: input + cache write + output (cache reads apart)."""
+        u = self.usage
+        return u.get("input_tokens", 0) + u.get("cache_creation_input_tokens", 0) + u.get("output_tokens", 0)
 
 
 @dataclass
@@ -101,6 +128,7 @@ class _Outcome:
     headers: dict[str, str] = field(default_factory=dict)
     stream_error: dict[str, Any] | None = None  # sent as an `error` event after message_start
     delay: _Delay = field(default_factory=lambda: _Delay(0.0, 0.0))
+    exchange: Exchange | None = None  # its line in the server's log (Messages requests only)
 
 
 # ---------------------------------------------------------------- token arithmetic
@@ -297,6 +325,9 @@ class FakeAnthropic:
         self.count_requests: list[RecordedRequest] = []  # token counts, apart
         self._count_failures: list[_Failure] = []
         self.aborted_streams = 0  # streams the client closed before message_stop
+        self.exchanges: list[Exchange] = []  # the server's log of Messages requests
+        self.tagger: Callable[[dict[str, Any]], str | None] | None = None
+        self.latency = 0.0  # first-byte delay of every answer delay_next does not delay
         self.cache = PromptCache()
         self._replies: list[ScriptedReply] = []
         self._failures: list[_Failure] = []
@@ -384,10 +415,23 @@ class FakeAnthropic:
             return self._count(record)
         with self._lock:
             self.requests.append(record)
-            delay = self._delays.pop(0) if self._delays else _Delay(0.0, 0.0)
+            delay = self._delays.pop(0) if self._delays else _Delay(self.latency, 0.0)
             outcome = self._refusal(record) or self._failure(record) or self._answer(record.json)
+            outcome.exchange = self._log(record, outcome)
         outcome.delay = delay
         return outcome
+
+    def _log(self, record: RecordedRequest, outcome: _Outcome) -> Exchange:
+        body = record.json if isinstance(record.json, dict) else {}
+        tag = self.tagger(body) if self.tagger is not None and body else None
+        billed = outcome.status == 200 and outcome.stream_error is None
+        usage = dict(outcome.body.get("usage") or {}) if billed else {}
+        exchange = Exchange(tag, record.received, status=outcome.status, usage=usage, stream=record.stream)
+        if outcome.stream_error is not None:
+            kind = outcome.stream_error["error"]["type"]
+            exchange.status = next((code for code, name in ERROR_TYPES.items() if name == kind), 500)
+        self.exchanges.append(exchange)
+        return exchange
 
     def _count(self, record: RecordedRequest) -> _Outcome:
         with self._lock:
@@ -494,16 +538,22 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
         def _handle(self) -> None:
             record = self._record()
             outcome = fake._decide(record)
-            if fake._stopping.wait(outcome.delay.first_byte):
-                self.close_connection = True
-                return
             try:
-                if outcome.status == 200 and record.stream:
-                    self._send_stream(outcome)
-                else:
-                    self._send_json(outcome)
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True  # the client gave up (cancel, timeout)
+                if fake._stopping.wait(outcome.delay.first_byte):
+                    self.close_connection = True
+                    return
+                try:
+                    if outcome.status == 200 and record.stream:
+                        self._send_stream(outcome)
+                    else:
+                        self._send_json(outcome)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client gave up (cancel, timeout)
+                    if outcome.exchange is not None:
+                        outcome.exchange.aborted = True
+            finally:
+                if outcome.exchange is not None:
+                    outcome.exchange.ended = time.monotonic()
 
         def _record(self) -> RecordedRequest:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
@@ -512,7 +562,7 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 parsed = None
             headers = {k.lower(): v for k, v in self.headers.items()}
-            return RecordedRequest(self.path, headers, parsed)
+            return RecordedRequest(self.path, headers, parsed, time.monotonic())
 
         def _send_json(self, outcome: _Outcome) -> None:
             data = json.dumps(outcome.body).encode()
@@ -534,6 +584,8 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 with fake._lock:
                     fake.aborted_streams += 1
                 self.close_connection = True
+                if outcome.exchange is not None:
+                    outcome.exchange.aborted = True
 
         def _write_events(self, outcome: _Outcome) -> None:
             events: Iterable[tuple[str, dict[str, Any]]] = sse_events(outcome.body)

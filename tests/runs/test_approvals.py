@@ -235,3 +235,14 @@ def test_check_warns_about_an_approve_entry_that_names_no_tool(tmp_path, setting
     call_command("auto", "web", "check", "w", stdout=out)
     lines = [line for line in out.getvalue().splitlines() if "approve:" in line]
     assert len(lines) == 1 and "'clik:Publish*' names no web tool" in lines[0]
+
+
+def test_a_recipes_approve_timeout_sets_how_long_a_person_has(start, settings):
+    settings.RYSH_APPROVAL_TIMEOUT = 1  # the installation's default; the recipe asks for 2h
+    run = start(GATED.replace("    approve:", "    approve_timeout: 2h\n    approve:"))
+    person = Person(approved=True, delay=1.5)  # past the default, well within the recipe's
+    run = drive_with(run, FakeModel(task=PUBLISH_THEN_DONE), Tools(), person)
+    approval = Approval.objects.get(run=run)
+    assert approval.state == ApprovalState.APPROVED
+    waited = (approval.expires_at - approval.created_at).total_seconds()
+    assert 7190 < waited <= 7200

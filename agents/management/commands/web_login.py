@@ -12,7 +12,7 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from agents.browser import BrowserError, ProfileLock, _private_dir, launch_options, profile_path
+from agents.browser import BrowserError, ProfileLock, _private_dir, launch_options, profile_path, start_with_sandbox
 
 
 class Command(BaseCommand):
@@ -45,15 +45,22 @@ class Command(BaseCommand):
         try:
             _private_dir(folder)
             with sync_playwright() as playwright:
+                notes: list[str] = []
+                executable = settings.RYSH_CHROMIUM or None
                 try:
-                    context = playwright.chromium.launch_persistent_context(
-                        str(folder), **launch_options(headless=headless, executable=settings.RYSH_CHROMIUM or None)
+                    context = start_with_sandbox(
+                        lambda sandbox: playwright.chromium.launch_persistent_context(
+                            str(folder), **launch_options(headless=headless, executable=executable, sandbox=sandbox)
+                        ),
+                        notes,
                     )
                 except PlaywrightError as exc:
                     hint = (
                         "" if headless else " (a headed browser needs a display: run this where you can see a window)"
                     )
                     raise CommandError(f"could not start Chromium: {str(exc).splitlines()[0]}{hint}") from None
+                for note in notes:
+                    self.stderr.write(note)
                 page = context.pages[0] if context.pages else context.new_page()
                 if url != "about:blank":
                     page.goto(url)

@@ -15,8 +15,11 @@ from django.core.management.base import BaseCommand, CommandError
 from agents import profiles
 from agents.browser import BROWSER_TOOL_NAMES
 from agents.task_tools import HTTP_TOOL, RESULT_TOOLS
+from audit.context import CLI, audit_context, cli_actor_name
+from budgets.plan import Grant as PlanGrant
 from budgets.plan import resolve
-from budgets.units import format_tokens
+from budgets.units import format_tokens, parse_duration, parse_tokens
+from catalogue.checks import extra_issues
 from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe import RecipeError, load_recipe, unfilled_placeholders
 from catalogue.spec import Kind
@@ -34,6 +37,7 @@ ACTIONS = [
     "stop",
     "cancel",
     "continue",
+    "grant",
     "resume",
     "land",
     "results",
@@ -50,7 +54,7 @@ SUCCESS_CAUSES = ("fulfilled", "done")
 
 class Command(BaseCommand):
     help = (
-        "Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|resume|land|"
+        "Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|grant|resume|land|"
         "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
         "auto <kind> schedule add|list|rm|enable|disable ...; auto web profile list|rm [NAME]"
     )
@@ -69,6 +73,7 @@ class Command(BaseCommand):
         parser.add_argument("--provider", choices=["auto", "anthropic", "scripted"])
         parser.add_argument("--limit", type=int, default=20)
         parser.add_argument("--tz", help="schedule add: the timezone the cron is read in (default TIME_ZONE)")
+        parser.add_argument("--time", dest="grant_time", help="grant: extra outer time (90s, 7m, 1h30m)")
         for name in OVERRIDE_OPTIONS:
             parser.add_argument(
                 f"--{name.replace('_', '-')}", dest=f"override_{name}", help=f"per-run override of {name}"
@@ -79,7 +84,9 @@ class Command(BaseCommand):
         if action not in ("status", "history", "schedule", "profile") and not target:
             raise CommandError(f"auto {kind} {action} needs a recipe name or a run id")
         try:
-            return getattr(self, f"do_{action}")(target, recipe_args, options)
+            # the CLI has no login: audit rows name the OS user (`cli:<user>`) and no address
+            with audit_context(source=CLI, actor_name=cli_actor_name()):
+                return getattr(self, f"do_{action}")(target, recipe_args, options)
         except services.RunRefused as exc:
             raise CommandError(str(exc)) from None
 
@@ -94,6 +101,10 @@ class Command(BaseCommand):
             for issue in exc.issues:
                 self.stderr.write(str(issue))
             raise CommandError(f"{len(exc.issues)} error(s) in {target}") from None
+        if extra := extra_issues(spec):  # what needs the database, e.g. notify: channels
+            for issue in extra:
+                self.stderr.write(str(issue))
+            raise CommandError(f"{len(extra)} error(s) in {target}")
         plan = resolve(spec.do, spec.loop_while)
         executor, judge = models_for(spec)
         for line in plan_lines(spec, plan, executor=executor, judge=judge):
@@ -176,6 +187,21 @@ class Command(BaseCommand):
     def do_continue(self, target, recipe_args, options):
         run = self._run(target, states=None)
         self.stdout.write(services.run_continue(run=run))
+        if options["wait"]:
+            self._wait(run)
+
+    def do_grant(self, target, recipe_args, options):
+        """auto <kind> grant NAME|#ID [--passes N] [--total SIZE] [--time DURATION]"""
+        run = self._run(target, states=None)
+        try:
+            extra = PlanGrant(
+                passes=int(options["override_passes"] or 0),
+                tokens=parse_tokens(options["override_total"]) if options["override_total"] else 0,
+                seconds=parse_duration(options["grant_time"]) if options["grant_time"] else 0,
+            )
+        except ValueError as exc:
+            raise CommandError(f"grant: {exc}") from None
+        self.stdout.write(services.run_grant(run=run, extra=extra))
         if options["wait"]:
             self._wait(run)
 

@@ -1,0 +1,49 @@
+"""Where an action comes from: the web (a request's logged-in user and address) or the CLI.
+
+The middleware sets it for each request and the `auto` command for its run; `audit_record`
+reads it, so the services record one row whoever calls them. Outside both (a worker, a
+signal fired from a shell) there is no context and the row says `system`.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+WEB, CLI, SYSTEM = "web", "cli", "system"
+
+
+@dataclass(frozen=True)
+class AuditContext:
+    source: str
+    address: str | None = None
+    user: Any = None  # the request's user (lazy: read only when a row is written)
+    actor_name: str = ""  # who, when there is no user: the CLI's `cli:<os user>`
+
+
+_current: ContextVar[AuditContext | None] = ContextVar("audit_context", default=None)
+
+
+def current() -> AuditContext | None:
+    return _current.get()
+
+
+@contextmanager
+def audit_context(*, source: str, address: str | None = None, user: Any = None, actor_name: str = "") -> Iterator[None]:
+    token = _current.set(AuditContext(source=source, address=address, user=user, actor_name=actor_name))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def cli_actor_name() -> str:
+    """The CLI has no login: the operating-system user who ran it, marked as such."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # no USER/LOGNAME and no passwd entry (some containers)
+        return "cli:unknown"

@@ -1,0 +1,57 @@
+"""Reading the audit log: the filtered list (page and CSV), a run's own entries, who may read."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from audit.models import AuditEntry
+from rysh_site.roles import roles_of
+
+READERS = {"admin", "operator"}  # the log names people and their addresses: not for viewers
+RUN_ENTRY_LIMIT = 50
+
+
+def audit_can_read(user) -> bool:
+    return bool(roles_of(user) & READERS)
+
+
+def audit_entries(
+    *,
+    who: str = "",
+    action: str = "",
+    target_type: str = "",
+    target_id: str = "",
+    source: str = "",
+    since: date | None = None,
+    until: date | None = None,
+) -> QuerySet[AuditEntry]:
+    """Newest first; each filter applies only when given. `action` is a prefix (`run.` is
+    every run control); dates are whole local days, as a range the `at` index can use."""
+    entries = AuditEntry.objects.all()
+    if who:
+        entries = entries.filter(actor_name__icontains=who)
+    if action:
+        entries = entries.filter(action__startswith=action)
+    if target_type:
+        entries = entries.filter(target_type=target_type)
+    if target_id:
+        entries = entries.filter(target_id=target_id)
+    if source:
+        entries = entries.filter(source=source)
+    if since:
+        entries = entries.filter(at__gte=_start_of(since))
+    if until:
+        entries = entries.filter(at__lt=_start_of(until + timedelta(days=1)))
+    return entries.order_by("-at", "-id")
+
+
+def _start_of(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+def audit_for_run(run_id: int, *, limit: int = RUN_ENTRY_LIMIT) -> list[AuditEntry]:
+    """What people did to one run, newest first (its page's timeline)."""
+    return list(audit_entries(target_type="run", target_id=str(run_id))[:limit])

@@ -1,0 +1,41 @@
+"""Recipe checks that need more than the text: registered by the apps that can answer them.
+
+The recipe reader is pure (no database), yet some errors need one: `notify:` names channels
+that live in the notify app's table. The catalogue cannot import notify (notify imports the
+catalogue's spec: a circle), so notify registers a check here when its app is ready, and sync,
+`auto check` and the editor call `extra_issues()` after a recipe parsed. Each check takes a
+RecipeSpec and returns RecipeIssues (file, line, field, expected), like the reader's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
+from catalogue.spec import RecipeSpec
+
+Check = Callable[[RecipeSpec], list[RecipeIssue]]
+EXTRA_CHECKS: list[Check] = []
+
+
+def register(check: Check) -> Check:
+    """Add a check once (an app's ready() may run twice in tests)."""
+    if check not in EXTRA_CHECKS:
+        EXTRA_CHECKS.append(check)
+    return check
+
+
+def extra_issues(spec: RecipeSpec) -> list[RecipeIssue]:
+    """Every registered check's issues for a recipe that parsed, in file order."""
+    issues = [issue for check in EXTRA_CHECKS for issue in check(spec)]
+    return sorted(issues, key=lambda i: (i.line or 0, i.column or 0))
+
+
+def text_issues(text: str, *, path: str, kind: str, name: str) -> list[RecipeIssue]:
+    """The extra checks' issues for a text; [] when it does not parse (the reader's own
+    errors are shown then, and the extra checks would have nothing to look at)."""
+    try:
+        spec = parse_recipe(text, path=path, kind=kind, name=name)
+    except RecipeError:
+        return []
+    return extra_issues(spec)

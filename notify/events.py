@@ -1,0 +1,167 @@
+"""What each event says: one typed payload (Notice) and one builder per event.
+
+Every channel renders the same Notice: the webhook sends `as_dict()` as JSON, Slack a
+message with a link, email a subject and a body. Nothing secret goes in: a run's prompt,
+its results and its recipe text stay in the dashboard, behind the link.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+from django.conf import settings
+from django.urls import reverse
+
+from budgets.units import format_tokens
+from catalogue.spec import NOTIFY_EVENTS
+
+TEST = "test"  # the "Send test" button's event; never subscribed to
+EVENTS = (*NOTIFY_EVENTS, TEST)
+EVENT_LABELS = {
+    "run.ended": "a run ended",
+    "approval.waiting": "an approval is waiting",
+    "budget.50": "a run used 50% of its job budget",
+    "budget.80": "a run used 80% of its job budget",
+    "budget.95": "a run used 95% of its job budget",
+    "run.paused": "a run paused (cancelled, step cap, worker lost, quota)",
+    "schedule.disabled": "a schedule was disabled after failures",
+    "change.opened": "a change request was opened",
+    "change.approved": "a change request was approved and merged",
+    "change.conflict": "a change request is in conflict",
+    TEST: "a test from the Notifications page",
+}
+
+
+@dataclass(frozen=True)
+class Notice:
+    event: str
+    title: str  # one line, also the email subject
+    lines: tuple[str, ...]  # the details, one fact a line
+    link: str  # straight to what it is about, on this dashboard
+    link_label: str
+    data: dict = field(default_factory=dict)  # the facts, for machines (the webhook's JSON)
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["lines"] = list(self.lines)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Notice:
+        return cls(**{**data, "lines": tuple(data.get("lines", ()))})
+
+    @property
+    def text(self) -> str:
+        return "\n".join([self.title, *self.lines])
+
+
+def site_link(name: str, *args, anchor: str = "") -> str:
+    return f"{settings.RYSH_SITE_URL}{reverse(name, args=args)}" + (f"#{anchor}" if anchor else "")
+
+
+def run_ended(run) -> Notice:
+    result = run.passes.exclude(result_file="").order_by("-number").values_list("result_file", flat=True).first()
+    result_name = os.path.basename(result) if result else ""
+    cost = f"${run.cost:.4f}" if run.cost is not None else "not priced"
+    return Notice(
+        event="run.ended",
+        title=f"run #{run.pk} {run.target} ended: {run.cause}",
+        lines=(
+            f"cause: {run.cause}",
+            f"passes: {run.pass_number}",
+            f"tokens: {format_tokens(run.tokens_counted)}",
+            f"cost: {cost}",
+            f"result: {result_name or '(none saved)'}",
+        ),
+        link=site_link("run_detail", run.pk),
+        link_label=f"run #{run.pk}",
+        data={
+            "run": run.pk,
+            "target": run.target,
+            "cause": run.cause,
+            "passes": run.pass_number,
+            "tokens": run.tokens_counted,
+            "cost": str(run.cost) if run.cost is not None else None,
+            "result_file": result_name,
+        },
+    )
+
+
+def approval_waiting(approval) -> Notice:
+    run = approval.run
+    return Notice(
+        event="approval.waiting",
+        title=f"run #{run.pk} {run.target} waits for approval: {approval.tool_name}",
+        lines=(
+            f"action: {approval.action_text}"[:300],
+            f"matched: {approval.pattern}",
+            f"expires: {approval.expires_at:%Y-%m-%d %H:%M %Z}",
+        ),
+        link=site_link("run_detail", run.pk, anchor=f"approval-{approval.pk}"),
+        link_label=f"approval #{approval.pk}",
+        data={"run": run.pk, "target": run.target, "approval": approval.pk, "tool": approval.tool_name},
+    )
+
+
+def budget(run, percent: int) -> Notice:
+    total = (run.plan or {}).get("worst_tokens") or 0
+    return Notice(
+        event=f"budget.{percent}",
+        title=f"run #{run.pk} {run.target} used {percent}% of its job budget",
+        lines=(f"tokens: {format_tokens(run.tokens_counted)} of {format_tokens(total)}",),
+        link=site_link("run_detail", run.pk),
+        link_label=f"run #{run.pk}",
+        data={"run": run.pk, "target": run.target, "percent": percent, "tokens": run.tokens_counted, "total": total},
+    )
+
+
+def run_paused(run, reason: str) -> Notice:
+    return Notice(
+        event="run.paused",
+        title=f"run #{run.pk} {run.target} paused({reason})",
+        lines=(f"reason: {reason}", f"pass: {run.pass_number}", f"tokens: {format_tokens(run.tokens_counted)}"),
+        link=site_link("run_detail", run.pk),
+        link_label=f"run #{run.pk}",
+        data={"run": run.pk, "target": run.target, "reason": reason},
+    )
+
+
+def schedule_disabled(schedule, reason: str) -> Notice:
+    return Notice(
+        event="schedule.disabled",
+        title=f"schedule {schedule.name} ({schedule.kind}/{schedule.recipe}) was disabled",
+        lines=(
+            f"reason: {reason}"[:500],
+            f"enable it again with `auto {schedule.kind} schedule enable {schedule.name}`",
+        ),
+        link=site_link("recipe_detail", schedule.kind, schedule.recipe),
+        link_label=f"{schedule.kind}/{schedule.recipe}",
+        data={"schedule": schedule.name, "target": f"{schedule.kind}/{schedule.recipe}", "reason": reason[:500]},
+    )
+
+
+def change(event: str, change) -> Notice:
+    said = {"change.opened": "opened", "change.approved": "approved and merged", "change.conflict": "in conflict"}
+    lines = [f"recipe: {change.kind}/{change.new_name or change.name}", f"by: {change.author or '(unknown)'}"]
+    if event == "change.conflict":
+        lines.append(f"conflicts in: {', '.join(change.conflicts)}")
+    return Notice(
+        event=event,
+        title=f"change request #{change.pk} {said[event]}: {change.title}"[:300],
+        lines=tuple(lines),
+        link=site_link("change_detail", change.pk),
+        link_label=f"change #{change.pk}",
+        data={"change": change.pk, "target": f"{change.kind}/{change.name}", "state": change.state},
+    )
+
+
+def test(channel) -> Notice:
+    return Notice(
+        event=TEST,
+        title=f"test notification for channel {channel.name}",
+        lines=("If you read this, the channel works.",),
+        link=site_link("delivery_list"),
+        link_label="the delivery log",
+        data={"channel": channel.name},
+    )

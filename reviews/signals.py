@@ -1,0 +1,8 @@
+"""Signals other apps listen to (notifications), so that reviews never imports them."""
+
+from django.dispatch import Signal
+
+# each sent by reviews.services after the change request's state is saved; kwargs: change
+change_opened = Signal()
+change_approved = Signal()  # merged into the tracked branch
+change_conflict = Signal()  # approved, but the merge conflicts
