@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
+from agents.domains import host_allowed
 from agents.ports import PageCapture, ToolResult
 from agents.task_tools import PAGE_NOTE, ResultsTools, page_text
 from budgets.guard import cut_marker
@@ -305,18 +306,6 @@ def launch_options(
 
 
 # -- allowed domains --------------------------------------------------------------------------
-
-
-def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
-    """`example.com` allows exactly that host; `*.example.com` any host below it."""
-    host = (host or "").lower().rstrip(".")
-    for pattern in allowed:
-        if pattern.startswith("*."):
-            if host.endswith(pattern[1:]):
-                return True
-        elif host == pattern:
-            return True
-    return False
 
 
 def url_allowed(url: str, allowed: tuple[str, ...]) -> bool:

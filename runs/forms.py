@@ -4,7 +4,6 @@ is an error shown beside its field, never silently dropped."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
 from typing import Any
 
 from django import forms
@@ -12,8 +11,8 @@ from django import forms
 from budgets.plan import Grant as PlanGrant
 from budgets.units import parse_duration, parse_tokens
 from catalogue.spec import Kind
+from rysh_site.filters import DayRangeFilterForm
 
-ISO_DATE = "%Y-%m-%d"
 KIND_CHOICES = [("", "all kinds"), *((kind.value, kind.value) for kind in Kind)]
 
 
@@ -42,22 +41,13 @@ class RunForm(forms.Form):
         return [self.cleaned_data.get(key, "") for key in self.arg_keys]
 
 
-def _date_field(label: str) -> forms.DateField:
-    return forms.DateField(
-        required=False,
-        label=label,
-        input_formats=[ISO_DATE],
-        widget=forms.DateInput(attrs={"type": "date"}, format=ISO_DATE),
-    )
-
-
 def _text_filter(label: str) -> forms.CharField:
     return forms.CharField(
         required=False, label=label, widget=forms.TextInput(attrs={"placeholder": label, "aria-label": label})
     )
 
 
-class HistoryFilterForm(forms.Form):
+class HistoryFilterForm(DayRangeFilterForm):
     """The history page's filters, shared by its CSV export: both list the same runs."""
 
     recipe = _text_filter("recipe")
@@ -65,24 +55,6 @@ class HistoryFilterForm(forms.Form):
         required=False, label="kind", choices=KIND_CHOICES, widget=forms.Select(attrs={"aria-label": "kind"})
     )
     cause = _text_filter("cause")
-    since = _date_field("from")
-    until = _date_field("to")
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        since: date | None = data.get("since")
-        until: date | None = data.get("until")
-        if since and until and since > until:
-            self.add_error("until", f"{until.isoformat()} is before the start, {since.isoformat()}")
-        return data
-
-    def error_lines(self) -> list[str]:
-        """Every error as "field: message": the CSV export's answer to filters it cannot read."""
-        return [
-            f"{self[name].label}: {message}" if name in self.fields else message
-            for name, messages in self.errors.items()
-            for message in messages
-        ]
 
 
 class GrantForm(forms.Form):
