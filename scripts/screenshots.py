@@ -118,6 +118,10 @@ def main() -> int:
             reviewer.click("#editor-form button[type=submit]")
             reviewer.wait_for_url(re.compile(r"/changes/\d+/$"))
             shoot(reviewer, out, "change-request")
+
+            # who did what: the runs above (CLI and web), the stop, the proposed change
+            page.goto(stack.url + "/audit/")
+            shoot(page, out, "audit", max_height=1200)
             browser.close()
     except Exception:
         for name in ("daphne", "qcluster"):
