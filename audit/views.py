@@ -19,6 +19,7 @@ from django.views.decorators.vary import vary_on_headers
 from audit import selectors
 from audit.forms import AuditFilterForm
 from audit.models import AuditEntry
+from rysh_site.roles import user_can
 
 PAGE_SIZE = 50
 RESULTS_FRAGMENT = "audit/audit_list/_results.html"
@@ -37,7 +38,7 @@ FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _require_reader(request: HttpRequest) -> None:
-    if not selectors.audit_can_read(request.user):
+    if not user_can(request.user, "audit"):
         raise PermissionDenied("the audit log is for operators and admins")
 
 

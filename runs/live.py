@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.template.loader import render_to_string
 
-from audit.selectors import audit_can_read, audit_for_run
+from audit.selectors import audit_for_run
 from catalogue.markdown import render_markdown
 from runs import selectors
 from runs.models import ApprovalState, Run
@@ -70,7 +70,7 @@ def run_context(run: Run, user) -> dict:
         "report": _report_html(run),
         "events": selectors.run_events_recent(run, limit=EVENT_LIMIT),
         "audit": audit_for_run(run.pk),  # who did what to this run (runs/run_detail/_audit.html)
-        "can_read_audit": audit_can_read(user),
+        "can_read_audit": user_can(user, "audit"),
         "can_operate": user_can(user, "operate"),
         "controls": selectors.controls_for(run),
         "current": current,

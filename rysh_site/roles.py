@@ -13,6 +13,7 @@ NEEDS = {
     "edit": {"editor", "admin"},
     "review": {"editor", "admin"},
     "admin": {"admin"},
+    "audit": {"operator", "admin"},  # the audit log names people and their addresses: not for viewers
 }
 
 

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from agents.browser import BrowserError, BrowserTools, delete_profile, list_profiles, url_allowed
+from agents.browser import BrowserError, delete_profile, list_profiles, url_allowed
 from tests.web_pages import PageServer
 
 
@@ -14,23 +14,6 @@ from tests.web_pages import PageServer
 def site():
     with PageServer() as server:
         yield server
-
-
-@pytest.fixture
-def make_tools(tmp_path, settings):
-    opened = []
-
-    def make(profile="p1", **options):
-        options.setdefault("executable", settings.RYSH_CHROMIUM)
-        tools = BrowserTools(
-            profile=profile, profiles_root=tmp_path / "profiles", output_dir=tmp_path / "results", **options
-        )
-        opened.append(tools)
-        return tools
-
-    yield make
-    for tools in opened:
-        tools.close()
 
 
 @pytest.fixture

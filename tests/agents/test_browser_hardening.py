@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agents import browser as browser_module
-from agents.browser import BrowserTools, browser_env, launch_options, resolver_rules, sandbox_refusal
+from agents.browser import browser_env, launch_options, resolver_rules, sandbox_refusal
 from runs.approvals import gate_call
 
 SECRETS = {
@@ -71,23 +71,6 @@ def sites():
     yield a, b
     a.close()
     b.close()
-
-
-@pytest.fixture
-def make_tools(tmp_path, settings):
-    opened = []
-
-    def make(profile="p1", **options):
-        options.setdefault("executable", settings.RYSH_CHROMIUM)
-        tools = BrowserTools(
-            profile=profile, profiles_root=tmp_path / "profiles", output_dir=tmp_path / "results", **options
-        )
-        opened.append(tools)
-        return tools
-
-    yield make
-    for tools in opened:
-        tools.close()
 
 
 def chromium_processes(profile_dir: Path) -> list[int]:
