@@ -6,10 +6,12 @@ tokens only (cost() returns None).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 
 MILLION = Decimal(1_000_000)
+DATED = re.compile(r"-(\d{8}|latest)$")
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ def _p(inp: str, out: str, read: str, write: str) -> Price:
     return Price(Decimal(inp), Decimal(out), Decimal(read), Decimal(write))
 
 
-# Longest prefix wins, so dated ids (claude-sonnet-4-5-20250929) find their family.
+# Dated ids (claude-sonnet-4-5-20250929) and `-latest` aliases find their family's row.
 PRICES: dict[str, Price] = {
     "claude-opus-4-6": _p("5", "25", "0.50", "6.25"),
     "claude-sonnet-4-6": _p("3", "15", "0.30", "3.75"),
@@ -44,17 +46,35 @@ PRICES: dict[str, Price] = {
 }
 
 
-def price_for(model: str | None) -> Price | None:
+def price_key(model: str | None, table: dict[str, Price]) -> str | None:
+    """The row of `table` that prices `model`: its own, or its family's for a dated or `-latest`
+    id (claude-sonnet-4-5-20250929). A newer generation is not its elder's family:
+    claude-opus-4-7 is not priced as claude-opus-4 — it has no price until someone sets one."""
     if not model:
         return None
-    matches = [key for key in PRICES if model == key or model.startswith(key + "-")]
-    return PRICES[max(matches, key=len)] if matches else None
+    if model in table:
+        return model
+    family = DATED.sub("", model)
+    return family if family != model and family in table else None
+
+
+def price_for(model: str | None, table: dict[str, Price] | None = None) -> Price | None:
+    """The price of `model` in `table` (default: PRICES; spend.prices adds admins' prices)."""
+    table = PRICES if table is None else table
+    key = price_key(model, table)
+    return None if key is None else table[key]
 
 
 def cost(
-    model: str | None, *, input: int = 0, output: int = 0, cache_read: int = 0, cache_write: int = 0
+    model: str | None,
+    *,
+    input: int = 0,
+    output: int = 0,
+    cache_read: int = 0,
+    cache_write: int = 0,
+    table: dict[str, Price] | None = None,
 ) -> Decimal | None:
-    price = price_for(model)
+    price = price_for(model, table)
     if price is None:
         return None
     total = (
@@ -63,9 +83,9 @@ def cost(
     return total / MILLION
 
 
-def counted_ceiling_cost(model: str | None, tokens: int) -> Decimal | None:
+def counted_ceiling_cost(model: str | None, tokens: int, table: dict[str, Price] | None = None) -> Decimal | None:
     """The most `tokens` counted tokens can cost on `model`, whatever their mix."""
-    price = price_for(model)
+    price = price_for(model, table)
     return None if price is None else tokens * price.counted_max / MILLION
 
 

@@ -1,16 +1,21 @@
 """A resolved plan as text: what `auto <kind> check` and `run --dry-run` print, and the models
-it is priced on. Pure but for models_for, the one place the installation's default models apply."""
+it is priced on. Pure but for models_for, the one place the installation's default models apply,
+and prices(), the price table in force (the built-in one with the admins' prices over it)."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from budgets.plan import Allotment, Plan
-from budgets.prices import counted_ceiling_cost, format_money, price_for
+from budgets.prices import PRICES, Price, counted_ceiling_cost, format_money, price_for
 from budgets.units import format_duration_go, format_tokens
 from catalogue.spec import RecipeSpec
+from spend.prices import FREE_MODELS, price_table
+
+FREE = Price(Decimal(0), Decimal(0), Decimal(0), Decimal(0))
 
 
 def models_for(spec: RecipeSpec) -> tuple[str, str]:
@@ -18,11 +23,30 @@ def models_for(spec: RecipeSpec) -> tuple[str, str]:
     return (spec.executor_model or settings.RYSH_EXECUTOR_MODEL, spec.judge or settings.RYSH_JUDGE_MODEL)
 
 
+def prices() -> dict[str, Price]:
+    """The prices in force, the offline scripted model's (nothing) among them."""
+    try:
+        table = price_table()
+    except DatabaseError:  # `auto check` of a file on a checkout whose database is not migrated yet
+        table = PRICES
+    return {**table, **dict.fromkeys(FREE_MODELS, FREE)}
+
+
 def worst_case_money(plan: Plan, *, executor: str, judge: str) -> Decimal | None:
     """The worst case priced at the dearest counted rate of the models that can spend it."""
     models = [executor] + ([judge] if plan.judge_tokens else [])
-    costs = [counted_ceiling_cost(m, plan.worst_tokens) for m in models]
+    table = prices()
+    costs = [counted_ceiling_cost(m, plan.worst_tokens, table) for m in models]
     return None if None in costs else max(costs)
+
+
+def format_rate(amount: Decimal) -> str:
+    """USD per million tokens as people write it: $3, $0.30, $0.075 (an admin's row keeps 4
+    decimal places: not $3.0000)."""
+    amount = amount.normalize()
+    if amount == amount.to_integral_value():
+        return f"${amount:.0f}"
+    return f"${amount:.2f}" if amount.as_tuple().exponent >= -2 else f"${amount:f}"
 
 
 def _allotment(a: Allotment) -> str:
@@ -57,9 +81,9 @@ def plan_lines(spec: RecipeSpec, plan: Plan, *, executor: str, judge: str) -> li
         f"at most {format_money(money)} on {executor}, "
         f"wall clock at most {format_duration_go(plan.worst_seconds)}"
     )
-    price = price_for(executor)
+    price = price_for(executor, prices())
     if price is not None:
         lines.append(
-            f"  cache reads are not counted against the budget; they are billed on top at ${price.cache_read}/M tokens"
+            f"  cache reads are not counted against the budget; they are billed on top at {format_rate(price.cache_read)}/M tokens"
         )
     return lines

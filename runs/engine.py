@@ -39,6 +39,7 @@ from budgets.guard import (
     size,
 )
 from budgets.plan import JUDGE_MAX_TOKENS, Plan
+from budgets.quota import reservation_micros
 from catalogue.recipe import render
 from catalogue.spec import RecipeSpec
 from runs import approvals, events, fitting
@@ -49,6 +50,8 @@ from runs.ledger import Ledger
 from runs.models import Control, Pass, PassStop, Phase, Run, RunState, Step, StepStatus
 from runs.report import write_report
 from runs.signals import run_finished, run_paused
+from spend.prices import micros_per_token
+from spend.quotas import QuotaRefused, room_for
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,10 @@ LOOP_WINDOW = 20  # loop detection: the last 20 tool calls of the pass...
 LOOP_REPEATS = 3  # ...may hold the same call (name and input) at most 3 times
 # what a step's settle saves of the pass: its counters, a fixed size whatever the conversation
 CHECKPOINT_FIELDS = ["leg_steps", "leg_tokens", "leg_seconds", "tokens_counted", "steps_total"]
+QUOTA_TRIES = 2  # a refused reservation is tried once more (a window may have just rolled over)
+QUOTA_CUT = (
+    "[Your reply was cut off here: the team's spend quota had room for only this much. Go on from where it stopped.]"
+)
 
 
 class Paused(Exception):
@@ -86,6 +93,8 @@ class Engine:
         self.conversation: Conversation | None = None  # the current pass's, while it runs
         self._control_checked = 0.0
         self._control_fresh = False  # the last settle read the control back: no need to ask
+        self._quota_refusals = 0  # in a row, for the call about to be made
+        self._quota_cut = False  # the call about to be made has a max_tokens a quota clamped
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -272,8 +281,16 @@ class Engine:
                 max_tokens = clamp_max_tokens(left.tokens, bound)
             if max_tokens is None:
                 return PassStop.TOKENS
-            reply = self._call(run_pass, leg, tools, max_tokens, bound, left.seconds)
+            max_tokens, applying = self._fit_quota(bound, max_tokens, self.run.executor_model)
+            try:
+                reply = self._call(run_pass, leg, tools, max_tokens, bound, left.seconds, applying)
+            except QuotaRefused as refused:
+                self._quota_wait(refused, self.run.executor_model)
+                continue
+            self._quota_refusals = 0
             if not reply.tool_calls:
+                if self._cut_by_quota(reply):
+                    continue  # not a budget stop and not done: the model goes on after the note
                 # cut short by a max_tokens the budget clamped: that is a budget stop
                 if reply.stop_reason == "max_tokens" and max_tokens < DEFAULT_MAX_OUTPUT:
                     return PassStop.TOKENS
@@ -320,7 +337,14 @@ class Engine:
             self._pause("step cap")
 
     def _call(
-        self, run_pass: Pass, leg: str, tools: list, max_tokens: int, bound: int, seconds_left: float
+        self,
+        run_pass: Pass,
+        leg: str,
+        tools: list,
+        max_tokens: int,
+        bound: int,
+        seconds_left: float,
+        applying: list | None = None,
     ) -> ModelReply:
         step = self.ledger.reserve(
             run_pass,
@@ -329,6 +353,7 @@ class Engine:
             max_tokens=max_tokens,
             bound=bound,
             message_count=len(self.conversation),
+            applying=applying,
         )
         started = time.monotonic()
         request = ModelRequest(
@@ -355,6 +380,8 @@ class Engine:
         results, waited = self._run_tools(reply, run_pass, step)
         self._capture(step)
         user_turn = self._fit_results(run_pass, leg, tools, reply, results, seconds_left) if results else []
+        if self._cut_by_quota(reply):
+            user_turn = [{"type": "text", "text": QUOTA_CUT}]  # saved with the reply it follows
         # time spent waiting for a person is not the pass's: it stays off every clock
         self._settle(run_pass, step, reply, user_turn, time.monotonic() - started - waited)
         return reply
@@ -610,9 +637,22 @@ class Engine:
         if max_tokens is None:
             self._finish("budget exhausted")
             return None
-        step = self.ledger.reserve(
-            run_pass, leg=Phase.JUDGING, model=self.run.judge_model, max_tokens=max_tokens, bound=bound, message_count=0
-        )
+        while True:
+            fitted, applying = self._fit_quota(bound, max_tokens, self.run.judge_model)
+            try:
+                step = self.ledger.reserve(
+                    run_pass,
+                    leg=Phase.JUDGING,
+                    model=self.run.judge_model,
+                    max_tokens=fitted,
+                    bound=bound,
+                    message_count=0,
+                    applying=applying,
+                )
+                break
+            except QuotaRefused as refused:
+                self._quota_wait(refused, self.run.judge_model)
+        self._quota_refusals, max_tokens = 0, fitted
         started = time.monotonic()
         try:
             reply = self.armed.model.complete(
@@ -681,18 +721,51 @@ class Engine:
     def _cancel_requested(self) -> bool:
         return self._read_control() == Control.CANCEL
 
-    def _pause(self, reason: str) -> None:
-        pause_run(self.run, reason)
+    def _pause(self, reason: str, detail: str = "", **data) -> None:
+        pause_run(self.run, reason, detail, **data)
         raise Paused(reason)
+
+    def _fit_quota(self, bound: int, max_tokens: int, model: str) -> tuple[int, list]:
+        """max_tokens clamped to what the quotas that apply leave (as the hard ceiling clamps
+        it to the leg's allotment), and those quotas; a call with no useful room left waits."""
+        room = room_for(target=self.run.target, user_id=self.run.user_id, model=model)
+        self._quota_cut = False
+        if room.tokens is None:
+            return max_tokens, room.quotas
+        fitted = clamp_max_tokens(room.tokens, bound, ceiling=max_tokens)
+        if fitted is None:
+            need = bound + MIN_USEFUL_OUTPUT
+            rate = micros_per_token(model)
+            refused = QuotaRefused(room.tightest, tokens=need, micros=reservation_micros(need, rate), at_least=True)
+            self._quota_wait(refused, model, at_once=True)
+        self._quota_cut = fitted < max_tokens
+        return fitted, room.quotas
+
+    def _cut_by_quota(self, reply: ModelReply) -> bool:
+        """The reply stopped at a max_tokens only a quota had clamped: work cut short, not done."""
+        return self._quota_cut and reply.stop_reason == "max_tokens" and not reply.tool_calls
+
+    def _quota_wait(self, refused: QuotaRefused, model: str, *, at_once: bool = False) -> None:
+        """A call that does not fit a quota waits: a refused reservation is tried once more,
+        then the run pauses as `paused(quota: <scope>)` with what the call needs, and
+        spend.services.quota_wake continues it once that fits (window rolled over, quota
+        raised, calls settled)."""
+        self._quota_refusals += 1
+        if self._quota_refusals < QUOTA_TRIES and not at_once:
+            return
+        self._quota_refusals = 0
+        self._pause(
+            refused.quota.pause_reason, str(refused), need_tokens=refused.tokens, model=model, quota=refused.quota.pk
+        )
 
     def _finish(self, cause: str) -> None:
         finish_run(self.run, cause)
 
 
-def pause_run(run: Run, reason: str) -> None:
+def pause_run(run: Run, reason: str, detail: str = "", **data) -> None:
     Run.objects.filter(pk=run.pk).update(state=RunState.PAUSED, pause_reason=reason, control=_keep_stop())
     run.refresh_from_db()
-    events.record(run, "paused", f"paused({reason})", reason=reason)
+    events.record(run, "paused", f"paused({reason})" + (f": {detail}" if detail else ""), reason=reason, **data)
     _write_report_or_say(run)
     run_paused.send(sender=Run, run=run, reason=reason)  # notifications listen
 

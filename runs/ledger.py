@@ -13,6 +13,7 @@ holds and no token is counted twice.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from decimal import Decimal
 
 from django.db import connection, transaction
@@ -23,6 +24,8 @@ from budgets.guard import JobSpent, LastCall
 from budgets.prices import cost
 from runs.models import LedgerEntry, Pass, Phase, Run, Step, StepStatus
 from runs.signals import budget_crossed
+from spend import quotas
+from spend.prices import price_table
 
 COST_PLACES = Decimal("0.000001")  # Run.cost keeps six decimal places
 BUDGET_MARKS = (50, 80, 95)  # shares of the job's outer total that notifications announce
@@ -61,18 +64,36 @@ class Ledger:
         """A counted turn changed (the wrap-up prompt joined the last user turn)."""
         self._count = None
 
-    def reserve(self, run_pass: Pass, *, leg: str, model: str, max_tokens: int, bound: int, message_count: int) -> Step:
-        """Before a call: its pending step, committed (one INSERT) before the call is made."""
-        run_pass.steps_total += 1
-        return Step.objects.create(
+    def reserve(
+        self,
+        run_pass: Pass,
+        *,
+        leg: str,
+        model: str,
+        max_tokens: int,
+        bound: int,
+        message_count: int,
+        applying: list | None = None,
+    ) -> Step:
+        """Before a call: its pending step and its holds on the quotas that apply, committed
+        together before the call is made; spend.quotas.QuotaRefused when a quota has no room
+        for it (then nothing is written). `applying`: the quotas that apply, if already read."""
+        if applying is None:  # the quotas the engine just read to fit the call, else read them now
+            applying = quotas.quotas_for(target=self.run.target, user_id=self.run.user_id)
+        step = Step(
             run_pass=run_pass,
-            number=run_pass.steps_total,
+            number=run_pass.steps_total + 1,
             leg=leg,
             model=model,
             max_tokens=max_tokens,
             reserved_tokens=bound + max_tokens,
             message_count=message_count,
         )
+        with transaction.atomic() if applying else nullcontext():  # one INSERT when no quota applies
+            step.save(force_insert=True)
+            quotas.take(step, applying, model=model, tokens=bound + max_tokens)
+        run_pass.steps_total += 1
+        return step
 
     def settle(self, step: Step, usage: Usage, *, clock_seconds: float) -> None:
         """Inside the caller's transaction: the call's real usage onto its step, the step's
@@ -81,7 +102,8 @@ class Ledger:
         step.input_tokens, step.output_tokens = usage.input_tokens, usage.output_tokens
         step.cache_read_tokens, step.cache_write_tokens = usage.cache_read_tokens, usage.cache_write_tokens
         step.save()
-        self._entry(step, usage, estimated=False)
+        entry = self._entry(step, usage, estimated=False)
+        quotas.settle(step, tokens=usage.counted, cost=entry.cost)
         self._add_to_run(usage, counted=usage.counted, seconds=clock_seconds, model=step.model)
         if step.leg != Phase.JUDGING:
             self._last = (step.run_pass_id, LastCall(context=usage.context, message_count=step.message_count))
@@ -96,6 +118,7 @@ class Ledger:
             step.save()
             _keep_step_number(step)
             self._entry(step, Usage(), estimated=True)
+            quotas.settle(step)  # at the reservation, like the run's own count
             self._add_to_run(Usage(), counted=step.reserved_tokens, seconds=seconds, model=step.model)
 
     def settle_failed(self, step: Step, message: str, seconds: float) -> None:
@@ -105,10 +128,11 @@ class Ledger:
         with transaction.atomic():
             step.save()
             _keep_step_number(step)
+            quotas.settle(step, tokens=0, cost=None)
             self._add_to_run(Usage(), counted=0, seconds=seconds, model=step.model)
 
-    def _entry(self, step: Step, usage: Usage, *, estimated: bool) -> None:
-        LedgerEntry.objects.create(
+    def _entry(self, step: Step, usage: Usage, *, estimated: bool) -> LedgerEntry:
+        return LedgerEntry.objects.create(
             run=self.run,
             step=step,
             pass_number=step.run_pass.number,
@@ -200,6 +224,7 @@ def settle_pending_steps(run: Run) -> int:
                     estimated=True,
                 ),
             )
+            quotas.settle(step)  # its quota holds too, at the reservation
             if created:  # one entry per step: the run's totals follow the entry, never twice
                 Run.objects.filter(pk=run.pk).update(tokens_counted=F("tokens_counted") + step.reserved_tokens)
                 run.tokens_counted += step.reserved_tokens  # callers go on with this object
@@ -230,10 +255,12 @@ def _last_settled_call(run_pass: Pass) -> LastCall | None:
 
 
 def _cost(model: str, usage: Usage) -> Decimal | None:
+    """Priced by the table in force: the built-in one with the admins' prices over it."""
     return cost(
         model,
         input=usage.input_tokens,
         output=usage.output_tokens,
         cache_read=usage.cache_read_tokens,
         cache_write=usage.cache_write_tokens,
+        table=price_table(),
     )

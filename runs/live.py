@@ -16,6 +16,7 @@ from runs.models import ApprovalState, Run
 from runs.report import render_report
 from runs.timeline import timeline_svg
 from rysh_site.roles import user_can
+from spend.selectors import installation_quota_bar
 
 STEP_LOG_LIMIT = 200
 FILMSTRIP_LIMIT = 60
@@ -34,6 +35,7 @@ def home_context(user) -> dict:
         "rows": selectors.live_rows(selectors.runs_active()),
         "recent": selectors.runs_recent(limit=RECENT_LIMIT),
         "can_operate": user_can(user, "operate"),
+        "quota_bar": installation_quota_bar,  # called by the page's template only, not by every push
     }
 
 
@@ -73,6 +75,7 @@ def run_context(run: Run, user) -> dict:
         "can_read_audit": user_can(user, "audit"),
         "can_operate": user_can(user, "operate"),
         "controls": selectors.controls_for(run),
+        "quota_wait": selectors.quota_wait(run),
         "current": current,
         **web_context(run),
     }

@@ -349,7 +349,7 @@ class LedgerEntry(models.Model):
     counted_tokens = models.BigIntegerField()  # input + cache write + output
     estimated = models.BooleanField(default=False)  # a reservation counted in full (lost/cancelled)
     cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)  # spend by day, quota windows
 
     class Meta:
         db_table = "budgets_ledgerentry"  # named before the apps split (see migrations/0001)

@@ -143,6 +143,14 @@ def spend_by_run(runs) -> tuple[dict[int, int], dict[int, int]]:
     return pending, settled
 
 
+def quota_wait(run: Run) -> str:
+    """Why a run paused on a quota waits (its `paused` event says what it needs), or ""."""
+    if run.state != RunState.PAUSED or not run.pause_reason.startswith("quota:"):
+        return ""
+    event = RunEvent.objects.filter(run=run, kind="paused").order_by("-id").first()
+    return event.message.partition(f"paused({run.pause_reason}): ")[2] if event else ""
+
+
 def controls_for(run: Run) -> list[str]:
     """Which controls apply to a run right now (SPEC §5), in the order they are shown."""
     if run.state == RunState.QUEUED:

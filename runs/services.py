@@ -37,6 +37,7 @@ from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Co
 from runs.report import write_report
 from runs.signals import run_paused
 from runs.wiring import site_url
+from spend.outlook import WorstCase, price_warnings, quota_lines
 
 log = logging.getLogger(__name__)
 EXECUTE_FUNC = "runs.worker.execute_run"  # the worker's entry point, queued by path
@@ -123,6 +124,7 @@ def run_start(
     provider: str | None = None,
     dry_run: bool = False,
     resumed_from: Run | None = None,
+    schedule: str = "",
 ) -> Run | DryRun:
     """Arm and queue a run, or refuse with a clear message before anything is spent."""
     source = recipe_source(kind=kind, name_or_path=name_or_path)
@@ -148,7 +150,7 @@ def run_start(
         )
     executor, judge = models_for(spec)
     if dry_run:
-        return DryRun(_dry_run_lines(spec, plan, source, args, str(output_dir), executor, judge))
+        return DryRun(_dry_run_lines(spec, plan, source, args, str(output_dir), executor, judge, user=user))
     try:
         chosen = choose_provider(provider, target=spec.target, script=source.script)
         if chosen == "anthropic":
@@ -171,11 +173,25 @@ def run_start(
         judge=judge,
         output_dir=output_dir,
         resumed_from=resumed_from,
+        schedule=schedule,
     )
 
 
 def _create_run(
-    *, spec, plan, source, args, user, headless, overrides, provider, executor, judge, output_dir, resumed_from
+    *,
+    spec,
+    plan,
+    source,
+    args,
+    user,
+    headless,
+    overrides,
+    provider,
+    executor,
+    judge,
+    output_dir,
+    resumed_from,
+    schedule,
 ) -> Run:
     try:
         with transaction.atomic():
@@ -210,16 +226,25 @@ def _create_run(
     label = "the offline scripted model (not Claude)" if provider == "scripted" else executor
     events.record(run, "queued", f"queued on {label}", provider=provider)
     if resumed_from is None:  # a resume is recorded once, as run.resume, by run_resume
-        audit_record(actor=user, action="run.start", target=run, detail={"args": list(args)})
+        if schedule:  # a schedule started it, for its owner: the owner did not act
+            detail = {"args": list(args), "schedule": schedule, "for": user.get_username() if user else None}
+            audit_record(action="run.start", target=run, detail=detail)
+        else:
+            audit_record(actor=user, action="run.start", target=run, detail={"args": list(args)})
     _enqueue_on_commit(run.pk)
     return run
 
 
-def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge) -> list[str]:
+def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, user=None) -> list[str]:
     lines = [f"dry run: {spec.target}  (nothing is changed)"]
     lines += [f"  note: {n}" for n in source.notes]
     lines += ["", "prompt:", *("  " + line for line in first_message(spec, args, output_dir).splitlines()), ""]
     lines += plan_lines(spec, plan, executor=executor, judge=judge)
+    # the person who would start it: their own quota counts too (the CLI has no user)
+    user_id = user.pk if getattr(user, "is_authenticated", False) else None
+    worst = WorstCase.of(plan, executor=executor, judge=judge)
+    lines += [f"quota: {line}" for line in quota_lines(target=spec.target, user_id=user_id, worst=worst)]
+    lines += [f"warning: {line}" for line in price_warnings(worst.models)]
     if spec.kind == Kind.WEB:
         lines += [
             f"browser: profile {spec.web_profile}, start page {site_url(spec.url) if spec.url else '(blank)'}, "
@@ -326,7 +351,8 @@ def run_continue(*, run: Run, user=None) -> str:
                 != 1
             ):
                 raise RunRefused(f"run #{run.pk} changed meanwhile; look again")
-            if reason != "step cap":
+            if reason != "step cap" and not reason.startswith("quota:"):
+                # (a quota pause waited before a call: the leg goes on with what it had)
                 # budget re-armed: the current leg gets its allotment afresh (the job's outer
                 # ceilings still hold, so the worst case does too)
                 Pass.objects.filter(run=run, ended_at__isnull=True).update(leg_steps=0, leg_tokens=0, leg_seconds=0)

@@ -33,6 +33,7 @@ from runs.models import Approval, Run, Step
 from runs.report import plan_lines_from_snapshot
 from rysh_site.paths import UnsafePath, safe_child
 from rysh_site.roles import require
+from spend.outlook import recipe_outlook
 
 TEXT_VIEW_LIMIT = 512 * 1024
 HISTORY_PAGE_SIZE = 50
@@ -261,8 +262,9 @@ def _run_form(request: HttpRequest, recipe: Recipe) -> RunForm:
 def run_new(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     recipe = _get_runnable_recipe(request, kind, name, "operate")
     form = _run_form(request, recipe)
+    page = {"recipe": recipe, "form": form, **_before_start(recipe, request.user)}
     if request.method != "POST":
-        return render(request, "runs/run_new.html", {"recipe": recipe, "form": form})
+        return render(request, "runs/run_new.html", page)
     if form.is_valid():
         try:
             run = services.run_start(
@@ -276,7 +278,16 @@ def run_new(request: HttpRequest, kind: str, name: str) -> HttpResponse:
             form.add_error(None, str(exc))
         else:
             return redirect("run_detail", pk=run.pk)
-    return render(request, "runs/run_new.html", {"recipe": recipe, "form": form}, status=400)
+    return render(request, "runs/run_new.html", page, status=400)
+
+
+def _before_start(recipe: Recipe, user) -> dict[str, list[str]]:
+    """The worst case against what each quota has left (this person's own quota too), and the
+    recipe's models that have no price: said before anyone presses Run."""
+    if recipe.good is None:
+        return {"quota_lines": [], "price_warnings": []}
+    lines, warnings = recipe_outlook(text=recipe.good.text, path=recipe.good.path, kind=recipe.kind, user_id=user.pk)
+    return {"quota_lines": lines, "price_warnings": warnings}
 
 
 @login_required
@@ -285,7 +296,9 @@ def run_preview(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     recipe = _get_runnable_recipe(request, kind, name, "view")
     form = _run_form(request, recipe)
     try:
-        preview = services.run_start(kind=kind, name_or_path=name, args=form.recipe_args(), dry_run=True)
+        preview = services.run_start(
+            kind=kind, name_or_path=name, args=form.recipe_args(), user=request.user, dry_run=True
+        )
         lines, error = preview.lines, ""
     except services.RunRefused as exc:
         lines, error = [], str(exc)

@@ -22,6 +22,7 @@ from runs.models import Run, RunState
 from runs.report import write_report
 from runs.services import enqueue_run, runs_sweep_lost
 from runs.wiring import arm_run
+from spend.services import quota_wake
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +37,10 @@ def execute_run(run_id: int) -> None:
 
 
 def sweep_lost_runs() -> list[str]:
-    """django-q2 entry point of the every-minute sweeper schedule."""
+    """django-q2 entry point of the every-minute sweeper schedule; it also continues the runs
+    paused on a quota whose window rolled over meanwhile."""
     drop_dead_connection()
-    return runs_sweep_lost() + requeue_stranded_runs()
+    return runs_sweep_lost() + requeue_stranded_runs() + quota_wake()
 
 
 def drop_dead_connection() -> None:

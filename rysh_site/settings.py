@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "schedules",
     "notify",
     "audit",
+    "spend",
     "agents",
     "demo_site",
 ]

@@ -15,6 +15,7 @@ urlpatterns = [
     path("", include("agents.urls")),
     path("", include("notify.urls")),
     path("", include("audit.urls")),
+    path("", include("spend.urls")),
 ]
 if settings.RYSH_DEMO_SITE:
     # the offline web demo's target, public (no login): mounted only when the demo is on

@@ -3,6 +3,7 @@ does not — where it came from, its timezone and its run of failures."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -24,6 +25,11 @@ class RecipeSchedule(models.Model):
     last_tick_at = models.DateTimeField(null=True, blank=True)
     last_message = models.CharField(max_length=500, blank=True)
     last_run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # whom its runs are started for: their user quota counts them and the run names them;
+    # none (a recipe's own `schedule:` starts so) counts against the installation and recipe only
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -8,7 +8,8 @@
   schedule's timezone) or `@every 30m` (a fixed interval, whole minutes).
 - No backfill: django-q2's catch_up is off, so a worker that was down fires a missed
   schedule once, not once per missed tick.
-- Scheduled runs are headless.
+- Scheduled runs are headless, and started for the schedule's owner when it has one
+  (`--owner`, `auto <kind> schedule owner NAME USER`): their user quota counts them.
 - Failures: a tick that cannot start its run (a broken recipe, a missing key, or the
   previous run still active — that tick is skipped) is a failure, and so is a run that ends
   with any cause but `done` or `fulfilled` (`stopped by user` counts neither way). After
@@ -155,7 +156,9 @@ def schedules_sync_recipes() -> list[str]:
     return said
 
 
-def schedule_add(*, name: str, kind: str, recipe: str, args: list[str], when: str, tz: str = "") -> RecipeSchedule:
+def schedule_add(
+    *, name: str, kind: str, recipe: str, args: list[str], when: str, tz: str = "", owner=None
+) -> RecipeSchedule:
     if not NAME_RE.match(name) or name.startswith("auto-"):
         raise ScheduleError(
             f"{name!r}: a schedule name is lowercase letters, digits, '.', '_' or '-' "
@@ -163,11 +166,27 @@ def schedule_add(*, name: str, kind: str, recipe: str, args: list[str], when: st
         )
     if RecipeSchedule.objects.filter(name=name).exists():
         raise ScheduleError(f"a schedule named {name!r} already exists; remove it first")
-    row, _ = schedule_save(
-        name=name, origin=RecipeSchedule.MANUAL, kind=kind, recipe=recipe, args=args, when=when, tz=tz
-    )
-    audit_record(action="schedule.add", target=_audit_target(row), detail={"when": when, "tz": tz, "args": list(args)})
+    with transaction.atomic():
+        row, _ = schedule_save(
+            name=name, origin=RecipeSchedule.MANUAL, kind=kind, recipe=recipe, args=args, when=when, tz=tz
+        )
+        if owner is not None:
+            RecipeSchedule.objects.filter(pk=row.pk).update(owner=owner)
+            row.owner = owner
+    detail = {"when": when, "tz": tz, "args": list(args)} | ({"owner": owner.get_username()} if owner else {})
+    audit_record(action="schedule.add", target=_audit_target(row), detail=detail)
     return row
+
+
+def schedule_set_owner(*, name: str, owner=None) -> str:
+    """Whom a schedule's runs are started for (None: nobody); any schedule, a recipe's own too."""
+    row = schedule_get(name)
+    RecipeSchedule.objects.filter(pk=row.pk).update(owner=owner)
+    who = owner.get_username() if owner else None
+    audit_record(action="schedule.owner", target=_audit_target(row), detail={"owner": who})
+    if owner is None:
+        return f"schedule {name} has no owner now: its runs count against the installation and recipe quotas only"
+    return f"schedule {name} is owned by {who}: its runs are started for them and count against their quota"
 
 
 def _audit_target(row: RecipeSchedule) -> tuple[str, int, str]:
@@ -220,7 +239,7 @@ def schedule_disable(*, name: str, reason: str = "disabled by hand") -> str:
 
 def schedule_tick(name: str) -> str:
     """What a schedule does when django-q2 fires it: start its run, headless."""
-    row = RecipeSchedule.objects.filter(name=name).select_related("q", "last_run").first()
+    row = RecipeSchedule.objects.filter(name=name).select_related("q", "last_run", "owner").first()
     if row is None or not row.enabled:
         return f"schedule {name}: gone or disabled; nothing to do"
     now = timezone.now()
@@ -231,7 +250,15 @@ def schedule_tick(name: str) -> str:
     if row.last_run is not None and row.last_run.state != RunState.FINISHED and row.last_run.is_active:
         return _failed(row, f"tick skipped: run #{row.last_run.pk} is still {row.last_run.state_label}")
     try:
-        run = services.run_start(kind=row.kind, name_or_path=row.recipe, args=list(row.args), headless=True)
+        # started for its owner (if any): the run names them and their user quota counts it
+        run = services.run_start(
+            kind=row.kind,
+            name_or_path=row.recipe,
+            args=list(row.args),
+            headless=True,
+            user=row.owner,
+            schedule=row.name,
+        )
     except services.RunRefused as exc:
         return _failed(row, f"tick failed: {exc}")
     RecipeSchedule.objects.filter(pk=row.pk).update(last_run=run, last_message=f"started run #{run.pk}")

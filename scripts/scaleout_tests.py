@@ -12,7 +12,12 @@ import sys
 
 POSTGRES = os.environ.get("RYSH_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 REDIS = os.environ.get("RYSH_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-TESTS = ["tests/runs/test_engine.py", "tests/runs/test_worker.py", "tests/test_scaleout.py"]
+TESTS = [
+    "tests/runs/test_engine.py",
+    "tests/runs/test_worker.py",
+    "tests/spend/test_quotas.py",
+    "tests/test_scaleout.py",
+]
 
 
 def answers(host: str, port: int) -> bool:

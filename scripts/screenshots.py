@@ -59,6 +59,8 @@ def main() -> int:
     try:
         stack.start()
         logins = stack.logins()
+        # a team's daily quota, roomy enough for the demo: the Spend page and the home page show its bar
+        stack.manage("auto", "quota", "set", "installation", "--window", "day", "--tokens", "1s", "--dollars", "20")
         # history: one run that finishes, one stopped by a person
         stack.manage("auto", "task", "run", "reading-list", "unattended agents", "--wait", timeout=120)
         second = stack.run("reading-list", "budgets for agents")
@@ -122,6 +124,9 @@ def main() -> int:
             # who did what: the runs above (CLI and web), the stop, the proposed change
             page.goto(stack.url + "/audit/")
             shoot(page, out, "audit", max_height=1200)
+
+            page.goto(stack.url + "/spend/")
+            shoot(page, out, "spend", max_height=1600)
             browser.close()
     except Exception:
         for name in ("daphne", "qcluster"):

@@ -28,6 +28,7 @@ from reviews.services import (
     text_diff,
 )
 from rysh_site.roles import require, user_can
+from spend.outlook import schedule_outlook
 
 FILTERS = {"open": OPEN_STATES, "merged": (ChangeState.MERGED,), "closed": (ChangeState.CLOSED,), "all": None}
 
@@ -70,6 +71,10 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 kind=change.kind,
                 name=change.name,
                 new_name=change.new_name,
+            ),
+            # a scheduled recipe's runs per window × worst case, against each quota that counts them
+            "schedule_lines": schedule_outlook(
+                text=change.proposed_text or None, kind=change.kind, name=change.new_name or change.name
             ),
             "is_author": is_author,
             "can_review": can_review and change.is_open,

@@ -119,6 +119,25 @@ passes:
     judge: "YES\\ntwo entries"
 """
 
+QUOTA_RECIPE = """\
+---
+description: e2e - a recipe quota pauses the run; an admin raises it and the run goes on
+loop:
+  do:
+    budget: 20p
+---
+Write a list.
+"""
+
+QUOTA_SCRIPT = """\
+passes:
+  - task:
+      - text: "Saving the list."
+        tool_calls:
+          - {name: save_result, input: {filename: list.md, content: "- one"}}
+      - text: "Saved."
+"""
+
 APPROVE_RECIPE = """\
 ---
 description: e2e - saving the result waits for a person
@@ -150,6 +169,8 @@ E2E_RECIPES = {
     ".rysh/automations/tasks/e2e-approve.script.yaml": APPROVE_SCRIPT,
     ".rysh/automations/tasks/e2e-grant.md": GRANT_RECIPE,
     ".rysh/automations/tasks/e2e-grant.script.yaml": GRANT_SCRIPT,
+    ".rysh/automations/tasks/e2e-quota.md": QUOTA_RECIPE,
+    ".rysh/automations/tasks/e2e-quota.script.yaml": QUOTA_SCRIPT,
     ".rysh/automations/tasks/e2e-slow.md": SLOW_RECIPE,
     ".rysh/automations/tasks/e2e-slow.script.yaml": SLOW_SCRIPT,
     ".rysh/automations/tasks/e2e-hostile.md": HOSTILE_RECIPE,

@@ -417,3 +417,37 @@ def test_an_approval_appears_in_the_inbox_live_and_is_answered_there(stack, as_u
             break
         inbox.wait_for_timeout(500)
     assert stack.run_row(pk)["cause"] == "fulfilled"
+
+
+def test_an_admin_sets_a_daily_quota_the_run_waits_on_it_and_goes_on_when_it_is_raised(stack, as_user):
+    admin = as_user("demo")  # the demo login is an admin
+    admin.goto(f"{stack.url}/quotas/")
+    admin.select_option("select[name=scope]", "recipe")
+    admin.select_option("select[name=recipe]", "task/e2e-quota")
+    admin.select_option("select[name=window]", "day")
+    admin.fill("input[name=tokens]", "2p")  # less than one call needs
+    admin.click("form.spend-form button[type=submit]")
+    wait_text(admin, "#flash", "today.s quota of recipe task/e2e-quota set to 2p tokens")
+
+    pk = stack.run("e2e-quota")
+    watcher = as_user("operator")
+    open_run_page(watcher, stack, pk)
+    wait_text(watcher, "#run-state", "^paused\\(quota: recipe\\)$", timeout=30_000)  # live, no reload
+    wait_text(watcher, "#run-quota-wait", "today's quota of recipe task/e2e-quota has .* tokens left")
+
+    admin.goto(f"{stack.url}/quotas/")
+    admin.select_option("select[name=scope]", "recipe")
+    admin.select_option("select[name=recipe]", "task/e2e-quota")
+    admin.select_option("select[name=window]", "day")
+    admin.fill("input[name=tokens]", "1s")
+    admin.click("form.spend-form button[type=submit]")
+    wait_text(admin, "#flash", "set to 1s tokens")
+    wait_text(watcher, "#run-cause", "^done$", timeout=30_000)  # it went on by itself
+    assert "continue from paused(quota: recipe)" in watcher.inner_text("#run-events")
+
+    admin.goto(f"{stack.url}/spend/")
+    assert "task/e2e-quota" in admin.inner_text("main")
+    admin.goto(f"{stack.url}/quotas/")
+    admin.click("#quota-list a:has-text('Remove')")
+    admin.click("main button.danger:has-text('Remove')")
+    wait_text(admin, "#flash", "removed")

@@ -62,6 +62,7 @@ def legacy(tmp_path) -> Path:
 
 NEW_TABLES = ["runs_message"]
 MOVED = {"automations_pass": "messages"}  # a column whose values moved to another table
+ADDED = {"automations_recipeschedule": "owner_id"}  # a column added since: empty on every old row
 
 
 def dump(db: Path) -> dict[str, list]:
@@ -70,7 +71,7 @@ def dump(db: Path) -> dict[str, list]:
         con.row_factory = sqlite3.Row
         return {
             t: [
-                {k: row[k] for k in row.keys() if k != MOVED.get(t)}
+                {k: row[k] for k in row.keys() if k not in (MOVED.get(t), ADDED.get(t))}
                 for row in con.execute(f'SELECT * FROM "{t}" ORDER BY id')
             ]
             for t in LEGACY_TABLES
@@ -123,6 +124,9 @@ def test_it_keeps_every_row_and_the_schema_of_a_database_made_before_the_split(l
     assert [len(m) for m in talk.values()] == [26, 4]  # two passes' conversations to carry
     manage(legacy, "migrate", "--noinput")
     assert dump(legacy / "db.sqlite3") == before  # every row, every value (but the moved column)
+    with sqlite3.connect(legacy / "db.sqlite3") as con:
+        for table, column in ADDED.items():
+            assert con.execute(f'SELECT COUNT(*) FROM "{table}" WHERE "{column}" IS NOT NULL').fetchone() == (0,)
     assert conversations(legacy / "db.sqlite3") == talk  # the moved column, turn for turn
     fresh = tmp_path / "fresh"
     fresh.mkdir()

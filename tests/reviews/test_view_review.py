@@ -1,9 +1,13 @@
+from decimal import Decimal
+
 import pytest
 from django.test import Client
 
+from budgets.units import BOOK
 from catalogue.models import Recipe
 from catalogue.sync import recipes_sync
 from reviews.models import ChangeRequest
+from spend.services import quota_set
 from tests.recipes_git import login, make_user, recipe_text, work  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -132,3 +136,19 @@ def test_posts_need_post_and_csrf(grace, work):
     strict.force_login(change.author)
     assert strict.post(f"/changes/{change.pk}/comment/", {"body": "x"}).status_code == 403
     assert strict.post("/recipes/validate/", {"text": "x"}).status_code == 403
+
+
+def test_a_scheduled_recipes_cost_delta_shows_its_runs_per_window_against_the_quotas(grace):
+    page = grace.get(f"/changes/{propose(grace).pk}/").content.decode()
+    assert 'id="schedule-outlook"' not in page  # no schedule: nothing to weigh
+    quota_set(scope="installation", window="day", tokens=25 * BOOK, dollars=None)
+    quota_set(scope="recipe", target="task/report", window="month", tokens=None, dollars=Decimal(10_000))
+    scheduled = recipe_text("bigger", size="5b", total="25b").replace("loop:", 'schedule: "@every 30m"\nloop:', 1)
+    change = propose(grace, text=scheduled, message="Every half hour")
+    page = grace.get(f"/changes/{change.pk}/").content.decode()
+    assert 'id="schedule-outlook"' in page
+    assert (
+        "scheduled 48 times a day × worst case 25b = 60s tokens a day; today&#x27;s installation quota is 25b tokens"
+        " — runs will pause"
+    ) in page
+    assert "× worst case $75.00 = $" in page and "quota of recipe task/report is $10,000.00 — " in page

@@ -3,20 +3,36 @@
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
+
+from budgets.units import BOOK
+from spend.prices import forget_prices
+from spend.services import quota_set
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo" / "recipes"
 PUBLISHING = DEMO / ".rysh/automations/webs/halilagin-medium.md"
 
+pytestmark = pytest.mark.django_db  # prices and quotas in force are read from the database
+
 
 @pytest.fixture(autouse=True)
 def demo_repo(settings):
     settings.RYSH_RECIPES_REPO = str(DEMO)
+
+
+@pytest.fixture(autouse=True)
+def fresh_prices():
+    """A price set here is cached past the test's rolled-back transaction: forget it."""
+    forget_prices()
+    yield
+    forget_prices()
 
 
 def check(*args) -> str:
@@ -124,3 +140,34 @@ def test_it_exits_1_with_every_error_on_stderr(tmp_path):
         "broken.md:7 loop.do.budget.watch.takeover_when: expected a whole number from 10 to 99, got 5"
     ) in result.stderr
     assert "broken.md:8 loop.whilst: unknown key 'whilst' (did you mean 'while'?)" in result.stderr
+
+
+def test_it_shows_the_worst_case_against_the_installation_and_recipe_quotas():
+    quota_set(scope="installation", window="day", tokens=2 * BOOK, dollars=None)
+    quota_set(scope="recipe", target="web/halilagin-medium", window="month", tokens=100 * BOOK, dollars=Decimal(500))
+    quota_set(scope="recipe", target="web/scout", window="month", tokens=BOOK, dollars=None)  # another recipe's
+    quota_set(scope="user", user=User.objects.create(username="alice"), window="day", tokens=BOOK, dollars=None)
+    out = check("web", "check", "halilagin-medium", "./drafts/loop.md")
+    quota = [line for line in out.splitlines() if line.startswith("quota: ")]
+    assert quota == [
+        "quota: worst case 1s tokens ($60.00); today's installation quota has 2b tokens left — the run may pause",
+        "quota: worst case 1s tokens ($60.00); this month's quota of recipe web/halilagin-medium has 5s tokens "
+        "and $500.00 left — fits",
+    ]  # the CLI has no user: no user quota
+    assert out.index("worst case: 4000000 tokens") < out.index("quota: ") < out.index("warnings:")
+
+
+def test_it_warns_when_the_recipes_model_has_no_price(tmp_path, django_capture_on_commit_callbacks):
+    recipe = tmp_path / "new-model.md"
+    recipe.write_text("---\nmodel: claude-opus-4-7\n---\nDo the thing.\n")
+    out = check("task", "check", str(recipe))
+    assert "at most n/a on claude-opus-4-7" in out
+    assert (
+        "  - model claude-opus-4-7 has no price: money shows as n/a and a dollar quota pauses its runs; "
+        "set one with `auto price set` or on the Prices page"
+    ) in out
+    with django_capture_on_commit_callbacks(execute=True):
+        check("price", "set", "claude-opus-4-7", *"--input 5 --output 25 --cache-read 0.5 --cache-write 6.25".split())
+    out = check("task", "check", str(recipe))
+    assert "has no price" not in out and "at most $15.00 on claude-opus-4-7" in out  # priced by the admin's row
+    assert "billed on top at $0.50/M tokens" in out

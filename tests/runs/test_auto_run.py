@@ -1,12 +1,15 @@
 """`auto <kind> run|status|stop|cancel|continue|resume|land|results|history` (in-process)."""
 
+from decimal import Decimal
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
+from budgets.units import PAGE
 from catalogue.models import Recipe, RecipeVersion
 from runs.models import Run, RunEvent
+from spend.services import quota_set
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 
@@ -126,3 +129,16 @@ def test_it_runs_the_last_good_version_when_the_newest_is_broken(recipe_file, se
     assert run.recipe_version == good and "run #1 queued" in out
     note = RunEvent.objects.get(run=run, kind="note").message
     assert note == ("the newest version of task/notes (bbbbbbbb) is broken; running the last good version (aaaaaaaa)")
+
+
+def test_a_dry_run_shows_the_worst_case_against_each_quota(recipe):
+    quota_set(scope="installation", window="day", tokens=15 * PAGE, dollars=None)
+    quota_set(scope="recipe", target="task/notes", window="month", tokens=None, dollars=Decimal(10))
+    out = auto("task", "run", str(recipe), "tides", "--dry-run")
+    assert (
+        "quota: worst case 216p tokens ($3.24); today's installation quota has 15p tokens left — the run may pause"
+    ) in out
+    assert (
+        "quota: worst case 216p tokens ($3.24); this month's quota of recipe task/notes has $10.00 left — fits" in out
+    )
+    assert Run.objects.count() == 0

@@ -250,4 +250,4 @@ def test_a_step_writes_what_it_appended_and_never_the_conversation_again(start):
     for step in range(1, 31):
         assert pages[step] == {step - 1}, step  # only its own page: no earlier turn written again
     assert written[30] <= 1.05 * written[2]  # flat, though the conversation grew fifteenfold
-    assert statements[2] == statements[29] <= 10
+    assert statements[2] == statements[29] <= 11  # 11: the lookup of the quotas that apply

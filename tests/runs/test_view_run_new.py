@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+from decimal import Decimal
 
+import pytest
+from django.contrib.auth.models import User
+
+from budgets.units import BOOK, PAGE
 from catalogue.sync import recipes_sync
 from runs.models import Run
+from spend.services import quota_set
 from tests.conftest import SCRIPT
 from tests.recipes_git import login, make_user, work  # noqa: F401
 
@@ -97,3 +102,30 @@ def test_it_lets_a_viewer_preview_but_not_run(client, digest):
     assert client.get(digest).status_code == 403
     assert client.post(digest, {"arg_0": "a", "arg_1": "b"}).status_code == 403
     assert client.post(digest + "preview/", {"arg_0": "a"}).status_code == 200
+
+
+def test_it_shows_the_worst_case_against_each_quota_the_person_would_count_against(operator, digest):
+    otto = User.objects.get(username="otto")
+    quota_set(scope="installation", window="day", tokens=BOOK, dollars=None)
+    quota_set(scope="user", user=otto, window="month", tokens=None, dollars=Decimal(100))
+    quota_set(scope="user", user=make_user("other"), window="day", tokens=PAGE, dollars=None)  # not otto's
+    page = operator.get(digest).content.decode()
+    assert 'id="quota-outlook"' in page
+    assert "today&#x27;s installation quota has 1b tokens left — fits" in page
+    assert "this month&#x27;s quota of user otto has $100.00 left — fits" in page
+    assert "user other" not in page
+    part = operator.post(digest + "preview/", {"arg_0": "a", "arg_1": "b"}).content.decode()
+    assert "quota: worst case 20p tokens ($0.30); this month&#x27;s quota of user otto has $100.00 left" in part
+
+
+def test_it_says_nothing_of_quotas_when_none_applies(operator, digest):
+    assert 'id="quota-outlook"' not in operator.get(digest).content.decode()
+
+
+def test_it_warns_when_the_recipes_model_has_no_price(operator, work, settings, tmp_path):
+    work.commit("New model", tasks__fresh="---\nmodel: claude-opus-4-7\n---\nWrite it.\n")
+    settings.RYSH_RESULTS_DIR = tmp_path / "results"
+    recipes_sync()
+    page = operator.get("/recipes/task/fresh/run/").content.decode()
+    assert 'id="price-warnings"' in page
+    assert "model claude-opus-4-7 has no price: money shows as n/a and a dollar quota pauses its runs" in page

@@ -6,6 +6,7 @@ from io import StringIO
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
@@ -13,12 +14,15 @@ from django_q.conf import Conf
 from django_q.models import Schedule
 from django_q.scheduler import scheduler
 
+from audit.models import AuditEntry
 from catalogue.sync import recipes_sync
 from runs.engine import finish_run
 from runs.models import Run
 from schedules import services as schedules
 from schedules.models import RecipeSchedule
 from schedules.services import ScheduleError, parse_when
+from spend.quotas import quotas_for
+from spend.services import quota_set
 from tests.recipes_git import recipe_text, work  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -178,3 +182,50 @@ def test_a_recipe_schedule_is_removed_with_schedule_off_not_by_hand(work):
     recipes_sync()
     with pytest.raises(CommandError, match="set `schedule: off`"):
         auto("task", "schedule", "rm", "auto-task-report")
+
+
+def test_a_tick_of_an_owned_schedule_starts_the_run_for_its_owner(due):
+    """A scheduled run counts against its owner's user quota and names them; a recipe's own
+    schedule starts with no owner, and the CLI sets and clears one."""
+    alice = User.objects.create(username="alice")
+    RecipeSchedule.objects.filter(pk=due.pk).update(args=["agents"])
+    assert due.owner is None
+    said = auto("task", "schedule", "owner", due.name, "alice")
+    assert (
+        said.strip()
+        == f"schedule {due.name} is owned by alice: its runs are started for them and count against their quota"
+    )
+    assert "alice" in next(line for line in auto("task", "schedule", "list").splitlines() if due.name in line)
+    quota = quota_set(scope="user", user=alice, window="day", tokens=1_000, dollars=None)
+    schedules.schedule_tick(due.name)
+    run = Run.objects.get()
+    assert run.user == alice
+    assert [q.pk for q in quotas_for(target=run.target, user_id=run.user_id)] == [quota.pk]
+    assert AuditEntry.objects.filter(action="schedule.owner", detail__owner="alice").exists()
+    started = AuditEntry.objects.get(action="run.start", target_id=str(run.pk))
+    assert started.actor is None and started.detail["for"] == "alice"  # alice did not start it: the schedule did
+
+    finish_run(run, "fulfilled")
+    assert "has no owner now" in auto("task", "schedule", "owner", due.name)
+    schedules.schedule_tick(due.name)
+    assert Run.objects.exclude(pk=run.pk).get().user is None
+
+
+def test_a_hand_made_schedule_added_with_an_owner_runs_for_them(work, settings):
+    User.objects.create(username="bob")
+    work.commit("x", tasks__report=SCHEDULED.format(when="off"))
+    recipes_sync()
+    out = auto("task", "schedule", "add", "nightly", "@daily", "report", "x", "--owner", "bob")
+    assert out.strip().endswith("; runs for bob")
+    assert RecipeSchedule.objects.get(name="nightly").owner.username == "bob"
+    listing = auto("task", "schedule", "list").splitlines()
+    assert listing[0].split()[:3] == ["name", "origin", "owner"] and listing[1].split()[:3] == [
+        "nightly",
+        "manual",
+        "bob",
+    ]
+    with pytest.raises(CommandError, match="no user named 'carol'"):
+        auto("task", "schedule", "add", "other", "@daily", "report", "--owner", "carol")
+    with pytest.raises(CommandError, match="no schedule named 'nope'"):
+        auto("task", "schedule", "owner", "nope", "bob")
+    assert not RecipeSchedule.objects.filter(name="other").exists()

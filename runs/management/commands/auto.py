@@ -1,4 +1,5 @@
-"""`python manage.py auto <kind> <action> ...` — the CLI face of the controls (SPEC §5).
+"""`python manage.py auto <kind> <action> ...` — the CLI face of the controls (SPEC §5), and
+`auto quota|price set|list|rm ...` — spend governance for admins on the server (SPEC §10).
 
 Targets are recipe names (the active or latest run of that recipe), paths to recipe
 files for `run` and `check`, or run ids written `#12` or `12`.
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from agents import profiles
@@ -30,6 +32,8 @@ from runs.models import ACTIVE_STATES, Run, RunEvent, RunState
 from runs.selectors import live_rows
 from schedules import services as schedule_services
 from schedules.models import RecipeSchedule
+from spend.cli import price_cli, quota_cli
+from spend.outlook import WorstCase, price_warnings, quota_lines
 
 ACTIONS = [
     "run",
@@ -48,6 +52,8 @@ ACTIONS = [
     "schedule",
     "profile",
 ]
+SPEND = {"quota": quota_cli, "price": price_cli}  # `auto quota …`, `auto price …`: no recipe kind
+SPEND_ACTIONS = ["set", "list", "rm"]
 OVERRIDE_OPTIONS = ["budget", "steps", "duration", "passes", "total", "total_duration", "takeover_when"]
 SUCCESS_CAUSES = ("fulfilled", "done")
 
@@ -56,12 +62,13 @@ class Command(BaseCommand):
     help = (
         "Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|grant|resume|land|"
         "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
-        "auto <kind> schedule add|list|rm|enable|disable ...; auto web profile list|rm [NAME]"
+        "auto <kind> schedule add|list|rm|enable|disable|owner ...; auto web profile list|rm [NAME]; "
+        "auto quota set|list|rm ...; auto price set|list|rm ..."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=[kind.value for kind in Kind])
-        parser.add_argument("action", choices=ACTIONS)
+        parser.add_argument("kind", choices=[kind.value for kind in Kind] + list(SPEND))
+        parser.add_argument("action", choices=ACTIONS + SPEND_ACTIONS)
         parser.add_argument("target", nargs="?", help="recipe name, recipe file, or run id (#12)")
         parser.add_argument("recipe_args", nargs="*", metavar="ARGS")
         parser.add_argument("--dry-run", action="store_true", help="print the resolved prompt and plan; change nothing")
@@ -73,6 +80,14 @@ class Command(BaseCommand):
         parser.add_argument("--provider", choices=["auto", "anthropic", "scripted"])
         parser.add_argument("--limit", type=int, default=20)
         parser.add_argument("--tz", help="schedule add: the timezone the cron is read in (default TIME_ZONE)")
+        parser.add_argument("--owner", help="schedule add: the user its runs are started for (their quota counts)")
+        parser.add_argument("--window", help="quota: day, month or rolling (24 h)")
+        parser.add_argument("--tokens", help="quota: a limit in counted tokens (20p, 4b, 1s)")
+        parser.add_argument("--dollars", help="quota: a limit in USD (50, 12.50)")
+        for name in ("input", "output", "cache_read", "cache_write"):
+            parser.add_argument(
+                f"--{name.replace('_', '-')}", dest=f"price_{name}", help="price set: USD per million tokens"
+            )
         parser.add_argument("--time", dest="grant_time", help="grant: extra outer time (90s, 7m, 1h30m)")
         for name in OVERRIDE_OPTIONS:
             parser.add_argument(
@@ -81,6 +96,16 @@ class Command(BaseCommand):
 
     def handle(self, *args, kind, action, target, recipe_args, **options):
         self.kind = kind
+        if (kind in SPEND) != (action in SPEND_ACTIONS):
+            if kind in SPEND:
+                raise CommandError(f"auto {kind} {action}: expected auto {kind} {'|'.join(SPEND_ACTIONS)} ...")
+            raise CommandError(f"auto {kind} {action}: {action} is for quotas and prices (auto quota|price {action})")
+        if kind in SPEND:
+            words = [target, *recipe_args] if target else []
+            with audit_context(source=CLI, actor_name=cli_actor_name()):
+                for line in SPEND[kind](action, words, options):
+                    self.stdout.write(line)
+            return
         if action not in ("status", "history", "schedule", "profile") and not target:
             raise CommandError(f"auto {kind} {action} needs a recipe name or a run id")
         try:
@@ -109,11 +134,16 @@ class Command(BaseCommand):
         executor, judge = models_for(spec)
         for line in plan_lines(spec, plan, executor=executor, judge=judge):
             self.stdout.write(line)
+        worst = WorstCase.of(plan, executor=executor, judge=judge)
+        # the installation's and the recipe's quotas: the CLI has no user, so no user quota
+        for line in quota_lines(target=spec.target, user_id=None, worst=worst):
+            self.stdout.write(f"quota: {line}")
         warnings = [
             *spec.warnings,
             *plan.warnings,
             *unfilled_placeholders(spec, recipe_args if recipe_args else None),
             *_approve_warnings(spec),
+            *price_warnings(worst.models),
         ]
         if warnings:
             self.stdout.write("warnings:")
@@ -222,7 +252,8 @@ class Command(BaseCommand):
         )
 
     def do_schedule(self, target, recipe_args, options):
-        """auto <kind> schedule add NAME WHEN RECIPE [ARGS…] [--tz TZ] | list | rm|enable|disable NAME"""
+        """auto <kind> schedule add NAME WHEN RECIPE [ARGS…] [--tz TZ] [--owner USER] | list |
+        rm|enable|disable NAME | owner NAME [USER] (no USER: the schedule has no owner)"""
         sub = target or "list"
         try:
             if sub == "list":
@@ -232,16 +263,22 @@ class Command(BaseCommand):
                     raise CommandError(f'auto {self.kind} schedule add NAME "WHEN" RECIPE [ARGS...] [--tz TZ]')
                 name, when, recipe, *args = recipe_args
                 services.recipe_source(kind=self.kind, name_or_path=recipe)  # refuses an unknown recipe now
+                owner = _user(options["owner"]) if options["owner"] else None
                 row = schedule_services.schedule_add(
-                    name=name, kind=self.kind, recipe=recipe, args=args, when=when, tz=options["tz"] or ""
+                    name=name, kind=self.kind, recipe=recipe, args=args, when=when, tz=options["tz"] or "", owner=owner
                 )
                 self.stdout.write(
                     f"schedule {row.name}: {row.command} at {row.when}"
                     f" ({row.timezone or settings.TIME_ZONE}); next run {row.q.next_run:%Y-%m-%d %H:%M} UTC"
+                    + (f"; runs for {owner.get_username()}" if owner else "")
                 )
                 return
+            if sub == "owner" and len(recipe_args) in (1, 2):
+                owner = _user(recipe_args[1]) if len(recipe_args) == 2 else None
+                self.stdout.write(schedule_services.schedule_set_owner(name=recipe_args[0], owner=owner))
+                return
             if sub not in ("rm", "enable", "disable") or len(recipe_args) != 1:
-                raise CommandError(f"auto {self.kind} schedule add|list|rm|enable|disable [NAME]")
+                raise CommandError(f"auto {self.kind} schedule add|list|rm|enable|disable NAME | owner NAME [USER]")
             action = {
                 "rm": schedule_services.schedule_remove,
                 "enable": schedule_services.schedule_enable,
@@ -252,16 +289,19 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
 
     def _schedule_list(self):
-        rows = RecipeSchedule.objects.filter(kind=self.kind).select_related("q")
+        rows = RecipeSchedule.objects.filter(kind=self.kind).select_related("q", "owner")
         if not rows:
             self.stdout.write(f"no {self.kind} schedules")
             return
-        table = [("name", "origin", "command", "when", "timezone", "next run (UTC)", "state", "failures", "last")]
+        table = [
+            ("name", "origin", "owner", "command", "when", "timezone", "next run (UTC)", "state", "failures", "last")
+        ]
         for r in rows:
             table.append(
                 (
                     r.name,
                     r.origin,
+                    r.owner.get_username() if r.owner else "-",
                     r.command,
                     r.when,
                     r.timezone or settings.TIME_ZONE,
@@ -415,6 +455,13 @@ class Command(BaseCommand):
         widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
         for row in rows:
             self.stdout.write("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def _user(username: str):
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise CommandError(f"no user named {username!r}")
+    return user
 
 
 def _approve_warnings(spec) -> list[str]:
