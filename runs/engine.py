@@ -19,6 +19,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -276,12 +277,14 @@ class Engine:
                 last=self.ledger.last_call(run_pass),
             )
             max_tokens = clamp_max_tokens(left.tokens, bound)
-            if fitting.worth_counting(max_tokens, DEFAULT_MAX_OUTPUT):
+            counted = fitting.worth_counting(max_tokens, DEFAULT_MAX_OUTPUT)
+            if counted:
                 bound = self._counted_bound(run_pass, leg, tools, bound, left.seconds)
                 max_tokens = clamp_max_tokens(left.tokens, bound)
             if max_tokens is None:
                 return PassStop.TOKENS
-            max_tokens, applying = self._fit_quota(bound, max_tokens, self.run.executor_model)
+            recount = None if counted else partial(self._counted_bound, run_pass, leg, tools, bound, left.seconds)
+            max_tokens, applying, bound = self._fit_quota(bound, max_tokens, self.run.executor_model, recount)
             try:
                 reply = self._call(run_pass, leg, tools, max_tokens, bound, left.seconds, applying)
             except QuotaRefused as refused:
@@ -617,28 +620,16 @@ class Engine:
             (self.plan.outer_tokens - self.run.tokens_counted) if self.plan.outer_tokens else bound + JUDGE_MAX_TOKENS
         )
         max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
-        if fitting.worth_counting(max_tokens, JUDGE_MAX_TOKENS):
-            # a 20 KB result bounds at 20,000 tokens by its bytes; it counts about 5,000
-            counted = self._count(
-                ModelRequest(
-                    model=self.run.judge_model,
-                    system=judging.JUDGE_SYSTEM,
-                    messages=messages,
-                    tools=[],
-                    max_tokens=JUDGE_MAX_TOKENS,
-                    deadline=time.monotonic() + 60,
-                    purpose=Phase.JUDGING,
-                    pass_number=run_pass.number,
-                    cancelled=self._cancel_requested,
-                )
-            )
-            bound = min(bound, counted) if counted is not None else bound
+        counted = fitting.worth_counting(max_tokens, JUDGE_MAX_TOKENS)
+        if counted:
+            bound = self._judge_bound(run_pass, messages, bound)
             max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
         if max_tokens is None:
             self._finish("budget exhausted")
             return None
+        recount = None if counted else partial(self._judge_bound, run_pass, messages, bound)
         while True:
-            fitted, applying = self._fit_quota(bound, max_tokens, self.run.judge_model)
+            fitted, applying, bound = self._fit_quota(bound, max_tokens, self.run.judge_model, recount)
             try:
                 step = self.ledger.reserve(
                     run_pass,
@@ -678,6 +669,24 @@ class Engine:
         verdict = judging.parse_verdict(reply.text)
         self._settle_judge(run_pass, step, reply, verdict, time.monotonic() - started)
         return verdict.label
+
+    def _judge_bound(self, run_pass: Pass, messages: list, bound: int) -> int:
+        """The judge's input counted exactly where that beats its byte bound: a 20 KB result
+        bounds at 20,000 tokens by its bytes; it counts about 5,000."""
+        counted = self._count(
+            ModelRequest(
+                model=self.run.judge_model,
+                system=judging.JUDGE_SYSTEM,
+                messages=messages,
+                tools=[],
+                max_tokens=JUDGE_MAX_TOKENS,
+                deadline=time.monotonic() + 60,
+                purpose=Phase.JUDGING,
+                pass_number=run_pass.number,
+                cancelled=self._cancel_requested,
+            )
+        )
+        return min(bound, counted) if counted is not None else bound
 
     def _settle_judge(self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float) -> None:
         _apply_reply(step, reply, seconds)
@@ -725,21 +734,27 @@ class Engine:
         pause_run(self.run, reason, detail, **data)
         raise Paused(reason)
 
-    def _fit_quota(self, bound: int, max_tokens: int, model: str) -> tuple[int, list]:
+    def _fit_quota(self, bound: int, max_tokens: int, model: str, recount=None) -> tuple[int, list, int]:
         """max_tokens clamped to what the quotas that apply leave (as the hard ceiling clamps
-        it to the leg's allotment), and those quotas; a call with no useful room left waits."""
+        it to the leg's allotment), those quotas and the input bound; where a quota is what
+        clamps, `recount` may give an exact count of the input instead of its byte bound (a
+        quota is then used to its end, not left with a byte bound's slack). A call with no
+        useful room left waits."""
         room = room_for(target=self.run.target, user_id=self.run.user_id, model=model)
         self._quota_cut = False
         if room.tokens is None:
-            return max_tokens, room.quotas
+            return max_tokens, room.quotas, bound
         fitted = clamp_max_tokens(room.tokens, bound, ceiling=max_tokens)
+        if recount is not None and (fitted is None or fitted < max_tokens):
+            bound = recount()
+            fitted = clamp_max_tokens(room.tokens, bound, ceiling=max_tokens)
         if fitted is None:
             need = bound + MIN_USEFUL_OUTPUT
             rate = micros_per_token(model)
             refused = QuotaRefused(room.tightest, tokens=need, micros=reservation_micros(need, rate), at_least=True)
             self._quota_wait(refused, model, at_once=True)
         self._quota_cut = fitted < max_tokens
-        return fitted, room.quotas
+        return fitted, room.quotas, bound
 
     def _cut_by_quota(self, reply: ModelReply) -> bool:
         """The reply stopped at a max_tokens only a quota had clamped: work cut short, not done."""

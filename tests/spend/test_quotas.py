@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
+from budgets.guard import MIN_USEFUL_OUTPUT, input_bound
 from runs.ledger import settle_pending_steps
 from runs.models import LedgerEntry, Pass, Run, RunEvent, RunState, Step, StepStatus
 from spend import quotas
@@ -265,3 +266,16 @@ def test_a_reply_a_quota_cut_short_is_neither_done_nor_a_budget_stop(start, djan
     run = drive(run, model)
     assert run.cause == "done" and Pass.objects.get(run=run).task_stop == "done"
     assert Quota.objects.get().used_tokens == run.tokens_counted
+
+
+def test_near_a_quota_the_input_is_counted_exactly_so_the_quota_is_used_to_its_end(start):
+    """The byte bound of the first call does not fit the quota; its exact count does: the call
+    is made (with the room that is left for its reply), not paused."""
+    quota_set(scope="installation", window="day", tokens=3_000, dollars=None)
+    model = FakeModel(task=[{"text": "Done."}])
+    run = drive(start(TASK), model)
+    first = model.requests[0]  # its messages list is the conversation's: the first turn is what it sent
+    byte_bound = input_bound(system=first.system, tools=first.tools, messages=first.messages[:1], last=None)
+    assert byte_bound + MIN_USEFUL_OUTPUT > 3_000  # the byte bound alone would have paused it
+    step = Step.objects.get(run_pass__run=run, number=1)
+    assert run.cause == "done" and step.reserved_tokens <= 3_000 and step.max_tokens == first.max_tokens >= 256
