@@ -143,9 +143,11 @@ if REDIS_URL:
     }
 else:
     # In-process pushes (a control clicked in this web server) arrive at once; changes made by
-    # workers in other processes reach the sockets by tailing the RunEvent log (consumers.py).
+    # workers in other processes reach the sockets through the live hub's tail of the RunEvent
+    # log, one per web process (runs/hub.py).
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-# Tail the RunEvent log from each socket (needed when no Redis carries workers' pushes).
+# The live hub tails the RunEvent log, once per web process (needed when no Redis carries
+# workers' pushes); RYSH_LIVE_POLL_MS apart, and on SQLite an idle look reads no table.
 RYSH_LIVE_TAIL = envbool("RYSH_LIVE_TAIL", not REDIS_URL)
 RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 100, minimum=20)
 
