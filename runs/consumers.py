@@ -39,10 +39,20 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.hub = hub.hub()
         await self.hub.join(self.outbox, hub.view_of(page, run_id, grants))
 
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        finally:  # also when the server cancels the consumer without a disconnect message
+            await asyncio.shield(self._leave())
+
     async def disconnect(self, code):
-        if hasattr(self, "outbox"):
+        await self._leave()
+
+    async def _leave(self) -> None:
+        box = self.__dict__.pop("outbox", None)  # once only: disconnect, then __call__'s finally
+        if box is not None:
             self.sender.cancel()
-            await self.hub.leave(self.outbox)
+            await self.hub.leave(box)
 
     async def receive(self, text_data=None, bytes_data=None):
         pass  # the page only listens

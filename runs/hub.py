@@ -188,7 +188,11 @@ class Hub:
         self.members[box] = view  # a member from now on: a leaving socket cannot stop the hub under us
         if self.started is None:
             self.started = asyncio.ensure_future(self._start())
-        await asyncio.shield(self.started)
+        try:
+            await asyncio.shield(self.started)
+        except asyncio.CancelledError:  # the socket went while the hub started: it never joined
+            asyncio.ensure_future(self.leave(box))
+            raise
         feed = self.feeds.get(view) or self.feeds.setdefault(view, Feed(view, render))
         feed.outboxes.add(box)
         feed.dirty.set()  # its first state, current as of now (unchanged HTML goes to this socket only)

@@ -1,7 +1,8 @@
 """The live dashboard in real Chromium against a live daphne and a real django-q2 worker.
 
 Nothing here reloads a page to see a change: what the tests watch arrives over the websocket
-(on the embedded default each socket tails the RunEvent log every RYSH_LIVE_POLL_MS).
+(on the embedded default the web process's live hub tails the RunEvent log every
+RYSH_LIVE_POLL_MS and sends each socket its view's HTML).
 """
 
 from __future__ import annotations
