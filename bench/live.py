@@ -81,7 +81,7 @@ def writer(run_id: int, samples: int, tag: str, seed: int, gap: tuple[float, flo
     last = Pass.objects.filter(run_id=run_id).order_by("-number").first()
     time.sleep(1.0)
     for i in range(samples + WARMUP):
-        time.sleep(rng.uniform(*gap))  # random gaps: no lock-step with the 100 ms tail
+        time.sleep(rng.uniform(*gap))  # random gaps: no lock-step with the 50 ms tail
         marker = f"bench-{i}-{tag}"
         Pass.objects.filter(pk=last.pk).update(reason=marker)
         event = RunEvent.objects.create(run_id=run_id, kind="bench", message=marker, data={})
@@ -561,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     idle_seconds = 5 if options.quick else IDLE_SECONDS
     big = 1000 if options.quick else 10000
     started = time.monotonic()
-    sides = [Side("sqlite", "embedded: SQLite + one RunEvent tail (100 ms)")]
+    sides = [Side("sqlite", "embedded: SQLite + one RunEvent tail (50 ms)")]
     redis_skip = redis_answers(REDIS_URL)
     if not redis_skip:
         sides.append(Side("redis", "Redis: channels_redis push", redis_url=REDIS_URL))

@@ -4,10 +4,10 @@ and offers that HTML to every socket of the view.
 Sockets do not watch the database themselves (with 60 open tabs, 60 tails cost daphne most of a
 core while nothing ran). The hub starts with the first socket and stops with the last. It learns
 that runs changed from:
-- the RunEvent log, tailed once per RYSH_LIVE_POLL_MS from a thread of its own (RYSH_LIVE_TAIL,
-  the embedded default: no server carries workers' pushes across processes). On SQLite
-  `PRAGMA data_version` says whether anyone committed since the last look, so an idle tail reads
-  no table at all;
+- the RunEvent log, tailed once per RYSH_LIVE_POLL_MS (RYSH_LIVE_TAIL, the embedded default: no
+  server carries workers' pushes across processes). On SQLite `PRAGMA data_version`, asked from
+  the event loop, says whether anyone committed since the last look, so an idle tick reads no
+  table and needs no thread; only then does a thread of the hub's own query RunEvent;
 - the channel layer's RUNS_GROUP, which the hub joins (not each socket): workers' pushes through
   channels_redis, and on the embedded default the pushes of this server's own controls.
 Either way it learns run ids only. A view is a page seen with the permissions its fragments read
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from asyncio import sleep  # the hub's only waits: a tail's tick, a retry, the group refresh
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -121,17 +122,43 @@ class Feed:
 # -- the edges: the database tail, the channel layer, rendering ------------------------------------
 
 
+class CommitProbe:
+    """Has anyone committed to the database since the last ask? SQLite's `PRAGMA data_version`, on
+    a connection of the probe's own (the value compares commits seen by one connection), asked
+    from the event loop: a read of the WAL index, so an idle tick needs no thread hop and reads no
+    table. Where it cannot tell (PostgreSQL, SQLite in memory) it says yes: the tail then makes
+    its one query, an index range on RunEvent's primary key."""
+
+    def __init__(self, vendor: str, name: str):
+        self.db = None
+        self.version: int | None = None
+        if vendor == "sqlite" and name != ":memory:" and "mode=memory" not in name:
+            # a short busy timeout: this runs on the event loop, which must never wait on a lock
+            self.db = sqlite3.connect(name, timeout=0.05, isolation_level=None, check_same_thread=False)
+
+    def changed(self) -> bool:
+        if self.db is None:
+            return True
+        try:
+            version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:  # busy or gone: let the tail's query decide
+            return True
+        changed, self.version = version != self.version, version
+        return changed
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+
+
 class EventTail:
-    """Which runs have new RunEvents since the last look. Called from one thread only, which keeps
-    its own connection: SQLite's data_version compares commits seen by one connection."""
+    """Which runs have new RunEvents since the last look. Called from the hub's tail thread only,
+    which keeps its connection (no close_old_connections around each look)."""
 
     def __init__(self):
         self.last_id: int | None = None
-        self.version: int | None = None
 
     def poll(self) -> set[int]:
-        if not self._maybe_changed():
-            return set()
         if self.last_id is None:  # the baseline: what the first renders already include
             self.last_id = RunEvent.objects.aggregate(top=Max("id"))["top"] or 0
             return set()
@@ -144,20 +171,9 @@ class EventTail:
         self.last_id = max(newest.values(), default=self.last_id)
         return set(newest)
 
-    def _maybe_changed(self) -> bool:
-        """False only when the database says nobody committed since the last call (SQLite); on
-        other databases the tail's one query is an index range on the primary key."""
-        if connection.vendor != "sqlite":
-            return True
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA data_version")
-            version = cursor.fetchone()[0]
-        changed, self.version = version != self.version, version
-        return changed
-
-    def close(self) -> None:
+    @staticmethod
+    def close() -> None:
         connection.close()
-        self.version = None  # a new connection's data_version is not comparable with the old one's
 
 
 def _render(view: View) -> str:
@@ -177,6 +193,7 @@ class Hub:
         self.started: asyncio.Future | None = None
         self.tasks: list[asyncio.Future] = []
         self.tail: EventTail | None = None
+        self.probe: CommitProbe | None = None
         self.thread: ThreadPoolExecutor | None = None
         self.channel: str | None = None
 
@@ -218,6 +235,8 @@ class Hub:
         if self.tail_on:
             self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rysh-live-tail")
             self.tail = EventTail()
+            self.probe = CommitProbe(connection.vendor, str(connection.settings_dict["NAME"]))
+            self.probe.changed()  # its first answer, before the baseline: a commit between is seen
             await self._poll()  # the baseline is read before any render, so no event falls between
             self.tasks.append(asyncio.ensure_future(self._tail()))
         if self.layer is not None:
@@ -231,6 +250,9 @@ class Hub:
         self.started, self.tasks, self.thread, self.tail, self.channel = None, [], None, None, None
         for task in (started, *tasks):
             task.cancel()
+        if self.probe is not None:
+            self.probe.close()
+            self.probe = None
         if thread is not None:
             thread.submit(tail.close)  # the tail thread's own connection
             thread.shutdown(wait=False)
@@ -251,6 +273,8 @@ class Hub:
     async def _tail(self) -> None:
         while True:
             await sleep(self.poll_seconds)
+            if not self.probe.changed():
+                continue  # nobody committed: no thread hop, no query
             run_ids = await self._poll()
             if run_ids:
                 self.changed(run_ids)

@@ -147,9 +147,10 @@ else:
     # log, one per web process (runs/hub.py).
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 # The live hub tails the RunEvent log, once per web process (needed when no Redis carries
-# workers' pushes); RYSH_LIVE_POLL_MS apart, and on SQLite an idle look reads no table.
+# workers' pushes), RYSH_LIVE_POLL_MS apart. On SQLite an idle tick is one PRAGMA on the event
+# loop (no thread, no table read), so the interval can be short: it is half the mean latency.
 RYSH_LIVE_TAIL = envbool("RYSH_LIVE_TAIL", not REDIS_URL)
-RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 100, minimum=20)
+RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 50, minimum=20)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -6,14 +6,12 @@ render."""
 import asyncio
 import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import Group, User
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
+from django.db import transaction
 
 from runs import events, hub, live
 from runs.consumers import LiveConsumer
@@ -46,9 +44,11 @@ def renders(monkeypatch):
 
 
 def change(run: Run, **fields) -> None:
-    """What a worker in another process does: write the state, then record an event (no push)."""
-    Run.objects.filter(pk=run.pk).update(**fields)
-    RunEvent.objects.create(run=run, kind="note", message=f"changed {fields}")
+    """What a worker in another process does: write the state and record an event, in one
+    transaction (one commit), and push nothing to this process."""
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(**fields)
+        RunEvent.objects.create(run=run, kind="note", message=f"changed {fields}")
 
 
 def test_it_renders_a_change_once_for_every_socket_of_a_view(settings, renders):
@@ -163,23 +163,38 @@ def test_the_hub_and_its_tail_start_with_the_first_socket_and_stop_with_the_last
     async_to_sync(go)()
 
 
-def test_an_idle_tail_reads_no_table_until_someone_commits():
+def test_an_idle_tail_queries_nothing_until_someone_commits(settings, monkeypatch):
+    settings.RYSH_LIVE_POLL_MS = 20
+    cookie = session_cookie(user_with("eve"))
     run = make_run()
-    tail = hub.EventTail()
+    looks, polls, gates = [], [], {}
+    real_changed, real_poll = hub.CommitProbe.changed, hub.EventTail.poll
 
-    def look():
-        with CaptureQueriesContext(connection) as queries:
-            found = tail.poll()
-        return found, [q["sql"] for q in queries.captured_queries]
+    def changed(self):
+        looks.append(real_changed(self))
+        if len(looks) == 6:
+            gates["ticked"].set()
+        return looks[-1]
 
-    with ThreadPoolExecutor(max_workers=1) as thread:  # the tail's own thread and connection
-        thread.submit(look).result()  # the baseline
-        assert thread.submit(look).result() == (set(), ["PRAGMA data_version"])
-        RunEvent.objects.create(run=run, kind="note", message="from another connection")
-        found, sql = thread.submit(look).result()
-        assert found == {run.pk} and any(RunEvent._meta.db_table in s for s in sql)
-        assert thread.submit(look).result() == (set(), ["PRAGMA data_version"])
-        thread.submit(tail.close).result()
+    def poll(self):
+        polls.append(self.last_id)
+        return real_poll(self)
+
+    monkeypatch.setattr(hub.CommitProbe, "changed", changed)
+    monkeypatch.setattr(hub.EventTail, "poll", poll)
+
+    async def go():
+        gates["ticked"] = asyncio.Event()
+        communicator, _, _ = await connect(f"/ws/runs/{run.pk}/", [ORIGIN, cookie])
+        await communicator.receive_from(timeout=5)
+        await gates["ticked"].wait()  # the first look at start, then five ticks
+        assert looks == [True] + [False] * 5 and polls == [None]  # only the baseline query
+        await sync_to_async(change)(run, last_verdict="NO")  # another connection commits
+        assert '<span id="run-verdict">NO</span>' in await communicator.receive_from(timeout=5)
+        assert len(polls) == 2  # that commit's tick, and no other tick queried
+        await communicator.disconnect()
+
+    async_to_sync(go)()
 
 
 def test_the_first_push_after_a_quiet_spell_is_sent_without_waiting(settings, monkeypatch):
