@@ -115,6 +115,9 @@ class Feed:
                 continue
             changed, self.last = html != self.last, html
             for box in self.outboxes:
+                # A socket that joined while this render was in flight may take it as its first
+                # state: the render began after the socket's admission (renders and admissions
+                # share channels' one database thread), so after its page was served.
                 if changed or not box.fed:
                     box.offer(html)
 
