@@ -3,7 +3,7 @@
 Two measurements, in throwaway data folders (never .data):
 
 - **Latency**, event committed -> the browser's DOM updated, on the embedded default (SQLite;
-  each socket tails the RunEvent log every RYSH_LIVE_POLL_MS) and on Redis (channels_redis
+  the web process's live hub tails the RunEvent log every RYSH_LIVE_POLL_MS) and on Redis (channels_redis
   pushes; REDIS_URL=redis://127.0.0.1:6379/12), side by side in one run. Each side is a real
   daphne serving a run page (/runs/<id>/ of a finished demo run) to real Chromium; a
   MutationObserver records performance.timeOrigin + performance.now() when a marker appears.
@@ -15,6 +15,12 @@ Two measurements, in throwaway data folders (never .data):
   run page's live fragment.
 - **Pages at scale**: server time and SQL query count of GET / and GET /history/ with 100 and
   with 10,000 finished runs in the database (bulk_create); the query count must not grow.
+- **Open dashboards at team scale**, on the embedded side (daphne + a qcluster, as `make run`):
+  daphne's CPU (utime + stime from /proc/<pid>/stat) over IDLE_SECONDS with 0, 10 and 100 idle
+  logged-in sockets (a watcher process of raw websocket clients: the home page, the nav count, the
+  approvals inbox and a run page, as a viewer and as an operator), then the wall time of 4 demo
+  runs (first queued -> last finished, from the database) with none and with 100 sockets
+  watching, in the order 100, 0, 0, 100 so that a drift cancels.
 
 Exit status 1 when a query count grows with the number of runs. Nothing is asserted on time.
 """
@@ -22,23 +28,32 @@ Exit status 1 when a query count grows with the number of runs. Nothing is asser
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
+import http.cookiejar
 import json
 import os
 import platform
 import random
 import re
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlencode
+from urllib.request import HTTPCookieProcessor, Request, build_opener
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 REDIS_URL = "redis://127.0.0.1:6379/12"
 WARMUP = 3  # first samples of each writer, not counted (connection set-up)
+IDLE_SECONDS = 20  # each idle CPU window
+RUNS = 4  # demo runs per batch: copies of the demo's reading-list (one active run per recipe)
+DEMO_TASKS = ROOT / "demo" / "recipes" / ".rysh" / "automations" / "tasks"
 
 OBSERVER = """() => {
   window.__marks = {};
@@ -66,7 +81,7 @@ def writer(run_id: int, samples: int, tag: str, seed: int, gap: tuple[float, flo
     last = Pass.objects.filter(run_id=run_id).order_by("-number").first()
     time.sleep(1.0)
     for i in range(samples + WARMUP):
-        time.sleep(rng.uniform(*gap))  # random gaps: no lock-step with the 100 ms tail
+        time.sleep(rng.uniform(*gap))  # random gaps: no lock-step with the 50 ms tail
         marker = f"bench-{i}-{tag}"
         Pass.objects.filter(pk=last.pk).update(reason=marker)
         event = RunEvent.objects.create(run_id=run_id, kind="bench", message=marker, data={})
@@ -175,6 +190,217 @@ def pages(counts: list[int], repeats: int) -> int:
             }
     print(json.dumps(out))
     return 0
+
+
+# -- open dashboards at team scale ------------------------------------------------------------------
+
+
+def runs_batch(count: int, tag: str) -> int:
+    """Queue `count` demo runs (bench-1 ... copies of reading-list) back to back, wait for all;
+    print the span the database saw."""
+    import django
+
+    django.setup()
+    from runs import services
+    from runs.models import Run, RunState
+
+    ids = [services.run_start(kind="task", name_or_path=f"bench-{n + 1}", args=[tag]).pk for n in range(count)]
+    while Run.objects.filter(pk__in=ids).exclude(state=RunState.FINISHED).exists():
+        time.sleep(0.1)
+    runs = list(Run.objects.filter(pk__in=ids))
+    span = max(r.ended_at for r in runs) - min(r.created_at for r in runs)
+    print(json.dumps({"seconds": span.total_seconds(), "causes": sorted({r.cause for r in runs})}))
+    return 0
+
+
+async def _ws_open(port: int, path: str, cookie: str, origin: str):
+    """A websocket handshake by hand: the venv has no websocket client library for asyncio."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(
+        (
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nOrigin: {origin}\r\n"
+            f"Cookie: sessionid={cookie}\r\n\r\n"
+        ).encode()
+    )
+    head = await reader.readuntil(b"\r\n\r\n")
+    if b" 101 " not in head.split(b"\r\n", 1)[0]:
+        raise RuntimeError(f"{path}: no upgrade: {head[:80]!r}")
+    return reader, writer
+
+
+def _masked(opcode: int, payload: bytes) -> bytes:
+    """A client frame (clients must mask), for the pongs daphne's pings ask for."""
+    mask = os.urandom(4)
+    return bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+async def _ws_read(reader, writer, stats: dict, first: asyncio.Event) -> None:
+    while True:
+        head = await reader.readexactly(2)
+        opcode, size = head[0] & 0x0F, head[1] & 0x7F
+        if size == 126:
+            size = struct.unpack("!H", await reader.readexactly(2))[0]
+        elif size == 127:
+            size = struct.unpack("!Q", await reader.readexactly(8))[0]
+        payload = await reader.readexactly(size)  # a server's frames are not masked
+        if opcode == 0x9:
+            writer.write(_masked(0xA, payload))
+        elif opcode == 0x8:
+            return
+        elif opcode in (0x0, 0x1, 0x2):
+            stats["messages"] += 1
+            stats["bytes"] += size
+            first.set()
+
+
+def watchers(port: int, origin: str) -> int:
+    """Hold websockets open on command (stdin lines): `open N` opens N more, cycling through the
+    targets given on the first line as JSON [[path, session cookie], ...], and prints `ready N`
+    once each has its first message; `count` prints the messages received; `close` ends."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        targets = json.loads(await loop.run_in_executor(None, sys.stdin.readline))
+        stats, sockets, readers = {"messages": 0, "bytes": 0}, [], []
+        while True:
+            command = (await loop.run_in_executor(None, sys.stdin.readline)).split()
+            if not command or command[0] == "close":
+                break
+            if command[0] == "open":
+                firsts = []
+                for _ in range(int(command[1])):
+                    path, cookie = targets[len(sockets) % len(targets)]
+                    reader, writer = await _ws_open(port, path, cookie, origin)
+                    firsts.append(asyncio.Event())
+                    readers.append(asyncio.ensure_future(_ws_read(reader, writer, stats, firsts[-1])))
+                    sockets.append(writer)
+                await asyncio.wait_for(asyncio.gather(*(f.wait() for f in firsts)), timeout=120)
+                print(f"ready {len(sockets)}", flush=True)
+            elif command[0] == "count":
+                print(f"count {stats['messages']} {stats['bytes']}", flush=True)
+        for writer in sockets:
+            writer.close()
+        for task in readers:
+            task.cancel()
+
+    asyncio.run(main())
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def session_cookie(url: str, username: str, password: str) -> str:
+    """Log in through the login form, as a browser does; the session cookie's value."""
+    jar = http.cookiejar.CookieJar()
+    opener = build_opener(HTTPCookieProcessor(jar))
+    page = opener.open(f"{url}/login/").read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = urlencode({"username": username, "password": password, "csrfmiddlewaretoken": token, "next": "/"})
+    opener.open(Request(f"{url}/login/", data=form.encode(), headers={"Origin": url, "Referer": f"{url}/login/"}))
+    return next(c.value for c in jar if c.name == "sessionid")
+
+
+class Crowd:
+    """The watcher process: open dashboards held by raw websocket clients."""
+
+    def __init__(self, side: Side):
+        s = side.stack
+        logins = s.logins()
+        cookies = [session_cookie(s.url, name, logins[name]) for name in ("viewer", "operator")]
+        paths = ["/ws/live/", "/ws/live/", "/ws/nav/", "/ws/approvals/", f"/ws/runs/{side.run_id}/"]
+        targets = [[path, cookie] for path in paths for cookie in cookies]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.live", "--watchers", str(s.port), s.url],
+            cwd=ROOT,
+            env=s.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.open_count = 0
+        self._say(json.dumps(targets))
+
+    def _say(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def open(self, n: int) -> None:
+        self._say(f"open {n}")
+        answer = self.proc.stdout.readline().split()
+        if answer[:1] != ["ready"]:
+            raise RuntimeError(f"the watchers did not open {n} sockets: {answer}")
+        self.open_count = int(answer[1])
+
+    def count(self) -> tuple[int, int]:
+        self._say("count")
+        _, messages, size = self.proc.stdout.readline().split()
+        return int(messages), int(size)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self._say("close")
+            self.proc.wait(timeout=30)
+
+
+def idle_cpu(pid: int, seconds: float) -> float:
+    before = cpu_seconds(pid)
+    time.sleep(seconds)
+    return cpu_seconds(pid) - before
+
+
+def run_batch(side: Side, tag: str) -> float:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.live", "--runs", str(RUNS), tag],
+        cwd=ROOT,
+        env=side.stack.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(out.stdout + out.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def team_scale(side: Side, idle_seconds: float) -> dict:
+    """Idle CPU with 0, 10 and 100 sockets; 4 runs with 100 watching and none (100, 0, 0, 100)."""
+    s = side.stack
+    recipe, script = (DEMO_TASKS / "reading-list.md").read_text(), (DEMO_TASKS / "reading-list.script.yaml").read_text()
+    copies = {}
+    for n in range(1, RUNS + 1):
+        copies[f".rysh/automations/tasks/bench-{n}.md"] = recipe
+        copies[f".rysh/automations/tasks/bench-{n}.script.yaml"] = script
+    s.add_recipes(copies, "bench: copies of the demo task")
+    s.start_worker()
+    time.sleep(3.0)  # the worker has settled
+    pid = s.procs["daphne"].pid
+    out = {"cpu": {0: idle_cpu(pid, idle_seconds)}, "with": [], "without": []}
+    crowd = Crowd(side)
+    try:
+        for total in (10, 100):
+            crowd.open(total - crowd.open_count)
+            time.sleep(1.0)  # every first message is sent; nothing more is coming
+            out["cpu"][total] = idle_cpu(pid, idle_seconds)
+        before = crowd.count()
+        out["with"].append(run_batch(side, "watched-a"))
+        after = crowd.count()
+        out["pushed"] = (after[0] - before[0], after[1] - before[1])
+        crowd.close()
+        out["without"].append(run_batch(side, "alone-a"))
+        out["without"].append(run_batch(side, "alone-b"))
+        crowd = Crowd(side)
+        crowd.open(100)
+        out["with"].append(run_batch(side, "watched-b"))
+    finally:
+        crowd.close()
+    return out
 
 
 # -- the driver ------------------------------------------------------------------------------------
@@ -314,7 +540,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="20 samples, 1,000 runs instead of 10,000")
     parser.add_argument("--writer", nargs=6, help=argparse.SUPPRESS)
     parser.add_argument("--pages", nargs="+", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--runs", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--watchers", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
+    if options.runs:
+        return runs_batch(int(options.runs[0]), options.runs[1])
+    if options.watchers:
+        return watchers(int(options.watchers[0]), options.watchers[1])
     if options.writer:
         run_id, samples, tag, seed, lo, hi = options.writer
         return writer(int(run_id), int(samples), tag, int(seed), (float(lo), float(hi)))
@@ -326,9 +558,10 @@ def main(argv: list[str] | None = None) -> int:
     from tests.e2e.stack import launch_chromium
 
     samples = 20 if options.quick else options.samples
+    idle_seconds = 5 if options.quick else IDLE_SECONDS
     big = 1000 if options.quick else 10000
     started = time.monotonic()
-    sides = [Side("sqlite", "embedded: SQLite + RunEvent tail (100 ms)")]
+    sides = [Side("sqlite", "embedded: SQLite + one RunEvent tail (50 ms)")]
     redis_skip = redis_answers(REDIS_URL)
     if not redis_skip:
         sides.append(Side("redis", "Redis: channels_redis push", redis_url=REDIS_URL))
@@ -378,6 +611,10 @@ def main(argv: list[str] | None = None) -> int:
             for side, stdout in zip(sides, outputs):
                 side.collect(stdout)
             browser.close()
+        print(
+            f"open dashboards: idle CPU with 0, 10, 100 sockets ({idle_seconds}s each), {RUNS} runs x 4 ...", flush=True
+        )
+        team = team_scale(sides[0], idle_seconds)
     finally:
         for side in sides:
             side.stack.stop()
@@ -426,6 +663,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAIL: {failure}")
     if not failures:
         print("ok: the query counts do not grow with the number of runs")
+    cpu = team["cpu"]
+    watched, alone = statistics.mean(team["with"]), statistics.mean(team["without"])
+    slowdown = watched / alone
+    print()
+    print("open dashboards, embedded side (daphne + a qcluster with 2 workers, as `make run`)")
+    print(f"    daphne CPU over {idle_seconds}s with nothing running (utime + stime; the fraction of one core)")
+    for n, used in cpu.items():
+        print(f"    {n:4d} idle logged-in sockets {used:7.2f} s  {used / idle_seconds:6.3f}")
+    print(f"    {RUNS} demo runs, first queued -> last finished (two batches each, in the order 100, 0, 0, 100)")
+    print(f"    {'none watching':<26} {alone:7.2f} s  ({', '.join(f'{t:.2f}' for t in team['without'])})")
+    print(
+        f"    {'100 sockets watching':<26} {watched:7.2f} s  ({', '.join(f'{t:.2f}' for t in team['with'])}); "
+        f"x{slowdown:.3f}; the 100 sockets were sent {team['pushed'][0]} messages, "
+        f"{team['pushed'][1] / 1e6:.1f} MB in their first batch"
+    )
     live = sides[0].latencies
     redis = sides[1].latencies if len(sides) > 1 else None
 
@@ -437,7 +689,8 @@ def main(argv: list[str] | None = None) -> int:
         f"redis_p50_ms={fmt(redis, 50)} redis_p99_ms={fmt(redis, 99)} "
         f"home_queries_100={scale['/ 100']['queries']} home_queries_{big}={scale[f'/ {big}']['queries']} "
         f"history_queries_100={scale['/history/ 100']['queries']} "
-        f"history_queries_{big}={scale[f'/history/ {big}']['queries']}"
+        f"history_queries_{big}={scale[f'/history/ {big}']['queries']} "
+        f"idle_cpu_100={cpu[100] / idle_seconds:.3f} slowdown_100={slowdown:.3f}"
     )
     return 1 if failures else 0
 

@@ -1,7 +1,8 @@
 """The one place that records a RunEvent and pushes it live.
 
-Pushes carry only ids; consumers render current state from the database, so a lost or
-late push costs nothing but latency and a reconnecting browser needs no replay. A push
+Pushes carry only ids and go to one group, RUNS_GROUP, which each web process's live hub joins
+(runs/hub.py); the hub renders current state from the database, so a lost or late push costs
+nothing but latency and a reconnecting browser needs no replay. A push
 leaves only once the transaction that wrote its event has committed: a browser told of a
 change always finds it in the database.
 """
@@ -20,10 +21,6 @@ log = logging.getLogger(__name__)
 RUNS_GROUP = "runs"
 
 
-def run_group(run_id: int) -> str:
-    return f"run-{run_id}"
-
-
 def record(run: Run, kind: str, message: str = "", **data) -> RunEvent:
     event = RunEvent.objects.create(run=run, kind=kind, message=message, data=data)
     # outside a transaction this runs at once; inside one, after it commits (never on rollback)
@@ -33,23 +30,17 @@ def record(run: Run, kind: str, message: str = "", **data) -> RunEvent:
 
 def push(run_id: int, event_id: int | None, kind: str) -> None:
     layer = get_channel_layer()
-    groups = (RUNS_GROUP, run_group(run_id))
-    if layer is None or _nobody_here(layer, groups):
+    if layer is None or _nobody_here(layer):
         return
     payload = {"type": "run.changed", "run_id": run_id, "event_id": event_id, "kind": kind}
-
-    async def send_both():
-        for group in groups:
-            await layer.group_send(group, payload)
-
     try:
-        async_to_sync(send_both)()  # one loop hop for both groups
+        async_to_sync(layer.group_send)(RUNS_GROUP, payload)  # one message per web process, not per socket
     except Exception:  # a push is best effort: the database already holds the truth
         log.warning("live push failed for run %s", run_id, exc_info=True)
 
 
-def _nobody_here(layer, groups: tuple[str, ...]) -> bool:
-    """The in-memory layer reaches the sockets of this process only. With none in these groups
-    (always so in a worker: its sockets tail the event log instead) the push would go nowhere;
+def _nobody_here(layer) -> bool:
+    """The in-memory layer reaches this process only. With no live hub in it (always so in a
+    worker: the web server's hub tails the event log instead) the push would go nowhere;
     skipping it saves a trip through an event loop on every step."""
-    return isinstance(layer, InMemoryChannelLayer) and not any(layer.groups.get(g) for g in groups)
+    return isinstance(layer, InMemoryChannelLayer) and not layer.groups.get(RUNS_GROUP)

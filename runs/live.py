@@ -3,6 +3,10 @@
 A push is never a diff or an event to replay: it is the whole current fragment with a stable
 id, swapped out of band, so a browser that reconnects (or misses a push) only needs the
 latest one. Pages and pushes call the same functions here.
+
+The fragments depend on who looks only through a few permissions (READS: "operate" shows the
+buttons, "audit" the addresses in a run's audit lines), so they take those grants, not a user:
+the live hub renders once per page and set of grants and sends that HTML to every such socket.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from runs import selectors
 from runs.models import ApprovalState, Run
 from runs.report import render_report
 from runs.timeline import timeline_svg
-from rysh_site.roles import user_can
+from rysh_site.roles import NEEDS, roles_of
 from spend.selectors import installation_quota_bar
 
 STEP_LOG_LIMIT = 200
@@ -28,29 +32,53 @@ HOME_FRAGMENTS = "runs/dashboard/_live.html"
 RUN_FRAGMENTS = "runs/run_detail/_live.html"
 INBOX_FRAGMENTS = "runs/approvals/_live.html"
 NAV_FRAGMENT = "runs/shared/_nav_approvals.html"
+# the permissions each live page's fragments read; nothing else about the user reaches them
+READS = {
+    "home": frozenset({"operate"}),
+    "run": frozenset({"operate", "audit"}),
+    "approvals": frozenset({"operate"}),
+    "nav": frozenset(),
+}
 
 
-def home_context(user) -> dict:
+def grants(user) -> frozenset[str]:
+    """The permissions any live fragment reads, as this user holds them (one roles lookup)."""
+    mine = roles_of(user)
+    return frozenset(action for action in READS["run"] | READS["home"] if mine & NEEDS[action])
+
+
+def fragments(page: str, run_id: int | None, can: frozenset[str]) -> str:
+    """What a live socket of `page` is sent: its fragments and the nav's count, out of band."""
+    if page == "approvals":
+        return inbox_fragments(can) + nav_fragment()
+    if page == "nav":
+        return nav_fragment()
+    if page == "run":
+        return run_fragments(Run.objects.get(pk=run_id), can)
+    return home_fragments(can)
+
+
+def home_context(can: frozenset[str]) -> dict:
     return {
         "rows": selectors.live_rows(selectors.runs_active()),
         "recent": selectors.runs_recent(limit=RECENT_LIMIT),
-        "can_operate": user_can(user, "operate"),
+        "can_operate": "operate" in can,
         "quota_bar": installation_quota_bar,  # called by the page's template only, not by every push
     }
 
 
-def home_fragments(user) -> str:
-    return render_to_string(HOME_FRAGMENTS, {**home_context(user), "oob": True}) + nav_fragment()
+def home_fragments(can: frozenset[str]) -> str:
+    return render_to_string(HOME_FRAGMENTS, {**home_context(can), "oob": True}) + nav_fragment()
 
 
-def inbox_context(user) -> dict:
+def inbox_context(can: frozenset[str]) -> dict:
     """/approvals/: every pending approval across runs, with what the nav's count says."""
     pending = selectors.approvals_pending(limit=INBOX_LIMIT)
-    return {"pending": pending, "approvals_waiting": len(pending), "can_operate": user_can(user, "operate")}
+    return {"pending": pending, "approvals_waiting": len(pending), "can_operate": "operate" in can}
 
 
-def inbox_fragments(user) -> str:
-    return render_to_string(INBOX_FRAGMENTS, {**inbox_context(user), "oob": True})
+def inbox_fragments(can: frozenset[str]) -> str:
+    return render_to_string(INBOX_FRAGMENTS, {**inbox_context(can), "oob": True})
 
 
 def nav_fragment() -> str:
@@ -58,7 +86,7 @@ def nav_fragment() -> str:
     return render_to_string(NAV_FRAGMENT, {"approvals_waiting": selectors.approvals_pending_count(), "oob": True})
 
 
-def run_context(run: Run, user) -> dict:
+def run_context(run: Run, can: frozenset[str]) -> dict:
     passes = selectors.run_passes(run)
     current = passes[-1] if passes else None
     pending, settled = selectors.spend_by_run([run])
@@ -72,8 +100,8 @@ def run_context(run: Run, user) -> dict:
         "report": _report_html(run),
         "events": selectors.run_events_recent(run, limit=EVENT_LIMIT),
         "audit": audit_for_run(run.pk),  # who did what to this run (runs/run_detail/_audit.html)
-        "can_read_audit": user_can(user, "audit"),
-        "can_operate": user_can(user, "operate"),
+        "can_read_audit": "audit" in can,
+        "can_operate": "operate" in can,
         "controls": selectors.controls_for(run),
         "quota_wait": selectors.quota_wait(run),
         "current": current,
@@ -94,8 +122,8 @@ def web_context(run: Run) -> dict:
     }
 
 
-def run_fragments(run: Run, user) -> str:
-    return render_to_string(RUN_FRAGMENTS, {**run_context(run, user), "oob": True}) + nav_fragment()
+def run_fragments(run: Run, can: frozenset[str]) -> str:
+    return render_to_string(RUN_FRAGMENTS, {**run_context(run, can), "oob": True}) + nav_fragment()
 
 
 def _report_html(run: Run):

@@ -66,14 +66,14 @@ def _get_run_for_user(request: HttpRequest, pk: int, action: str = "view") -> Ru
 def dashboard(request: HttpRequest) -> HttpResponse:
     require(request.user, "view")
     template = live.HOME_FRAGMENTS if request.htmx else "runs/dashboard.html"
-    return render(request, template, live.home_context(request.user))
+    return render(request, template, live.home_context(live.grants(request.user)))
 
 
 @login_required
 @vary_on_headers("HX-Request")
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = _get_run_for_user(request, pk)
-    context = {**live.run_context(run, request.user), "plan_lines": plan_lines_from_snapshot(run.plan)}
+    context = {**live.run_context(run, live.grants(request.user)), "plan_lines": plan_lines_from_snapshot(run.plan)}
     template = live.RUN_FRAGMENTS if request.htmx else "runs/run_detail.html"
     return render(request, template, context)
 
@@ -103,7 +103,7 @@ def _after_control(request: HttpRequest, run: Run, go: bool = False) -> HttpResp
         return HttpResponseClientRedirect(target)
     # the fresh state of the run and the flash; the live push updates every other page
     run.refresh_from_db()
-    return render(request, "runs/run_detail/_control_answer.html", live.run_context(run, request.user))
+    return render(request, "runs/run_detail/_control_answer.html", live.run_context(run, live.grants(request.user)))
 
 
 def _same_site(request: HttpRequest, url: str | None) -> str | None:
@@ -187,7 +187,7 @@ def _approval_answer(request: HttpRequest, pk: int, approval_pk: int, approved: 
 def _after_answer(request: HttpRequest, run: Run) -> HttpResponse:
     """Answered from the inbox: the inbox's fragments; from a run page: the run's."""
     if request.htmx and request.GET.get("from") == "inbox":
-        return render(request, "runs/approvals/_answer.html", live.inbox_context(request.user))
+        return render(request, "runs/approvals/_answer.html", live.inbox_context(live.grants(request.user)))
     return _after_control(request, run)
 
 
@@ -196,7 +196,7 @@ def _after_answer(request: HttpRequest, run: Run) -> HttpResponse:
 def approvals_inbox(request: HttpRequest) -> HttpResponse:
     """/approvals/: every pending approval across runs, live (ws/approvals/)."""
     require(request.user, "view")
-    context = live.inbox_context(request.user)
+    context = live.inbox_context(live.grants(request.user))
     if request.htmx:
         return render(request, "runs/approvals/_live.html", context)
     return render(request, "runs/approvals.html", context)

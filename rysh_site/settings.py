@@ -144,11 +144,14 @@ if REDIS_URL:
     }
 else:
     # In-process pushes (a control clicked in this web server) arrive at once; changes made by
-    # workers in other processes reach the sockets by tailing the RunEvent log (consumers.py).
+    # workers in other processes reach the sockets through the live hub's tail of the RunEvent
+    # log, one per web process (runs/hub.py).
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-# Tail the RunEvent log from each socket (needed when no Redis carries workers' pushes).
+# The live hub tails the RunEvent log, once per web process (needed when no Redis carries
+# workers' pushes), RYSH_LIVE_POLL_MS apart. On SQLite an idle tick is one PRAGMA on the event
+# loop (no thread, no table read), so the interval can be short: it is half the mean latency.
 RYSH_LIVE_TAIL = envbool("RYSH_LIVE_TAIL", not REDIS_URL)
-RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 100, minimum=20)
+RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 50, minimum=20)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -1,7 +1,8 @@
 """The live dashboard in real Chromium against a live daphne and a real django-q2 worker.
 
 Nothing here reloads a page to see a change: what the tests watch arrives over the websocket
-(on the embedded default each socket tails the RunEvent log every RYSH_LIVE_POLL_MS).
+(on the embedded default the web process's live hub tails the RunEvent log every
+RYSH_LIVE_POLL_MS and sends each socket its view's HTML).
 """
 
 from __future__ import annotations
@@ -291,7 +292,7 @@ def test_it_catches_up_after_the_socket_drops(stack, as_user):
     shown = page.inner_text("#run-steps")
     stack.manage("auto", "task", "cancel", f"#{pk}")
     stack.wait_run(pk, lambda r: r["state"] == "paused")
-    time.sleep(1.0)  # a connected page would have shown it by now (tail every 100 ms)
+    time.sleep(1.0)  # a connected page would have shown it by now (tail every 50 ms)
     assert page.inner_text("#run-state") == "running pass"  # stale: nothing reaches it
 
     switch.on()

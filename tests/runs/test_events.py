@@ -1,5 +1,5 @@
 """A push announces a row that is already committed: inside a transaction it waits for the
-commit (and a rollback sends nothing); a worker's in-memory layer with no socket is skipped."""
+commit (and a rollback sends nothing); a worker's in-memory layer with no live hub is skipped."""
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -42,7 +42,7 @@ def test_it_pushes_nothing_for_an_event_rolled_back(run, pushed):
     assert pushed == []
 
 
-def test_an_in_memory_layer_is_pushed_to_only_when_a_socket_of_this_process_listens(monkeypatch):
+def test_an_in_memory_layer_is_pushed_to_only_when_a_live_hub_of_this_process_listens(monkeypatch):
     layer = InMemoryChannelLayer()
     sent = []
 
@@ -52,7 +52,7 @@ def test_an_in_memory_layer_is_pushed_to_only_when_a_socket_of_this_process_list
     monkeypatch.setattr(events, "get_channel_layer", lambda: layer)
     monkeypatch.setattr(layer, "group_send", group_send)
     events.push(7, 1, "step")
-    assert sent == []  # a worker: its sockets live in the web server and tail the event log
-    async_to_sync(layer.group_add)(events.run_group(7), "socket-of-this-process")
+    assert sent == []  # a worker: the sockets live in the web server, whose hub tails the event log
+    async_to_sync(layer.group_add)(events.RUNS_GROUP, "the-hub-of-this-process")
     events.push(7, 2, "step")
-    assert sent == [events.RUNS_GROUP, events.run_group(7)]
+    assert sent == [events.RUNS_GROUP]  # one message per process: the hub fans it out

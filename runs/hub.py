@@ -1,0 +1,319 @@
+"""One live hub per web process: learns which runs changed, renders each affected view once,
+and offers that HTML to every socket of the view.
+
+Sockets do not watch the database themselves (with 60 open tabs, 60 tails cost daphne most of a
+core while nothing ran). The hub starts with the first socket and stops with the last. It learns
+that runs changed from:
+- the RunEvent log, tailed once per RYSH_LIVE_POLL_MS (RYSH_LIVE_TAIL, the embedded default: no
+  server carries workers' pushes across processes). On SQLite `PRAGMA data_version`, asked from
+  the event loop, says whether anyone committed since the last look, so an idle tick reads no
+  table and needs no thread; only then does a thread of the hub's own query RunEvent;
+- the channel layer's RUNS_GROUP, which the hub joins (not each socket): workers' pushes through
+  channels_redis, and on the embedded default the pushes of this server's own controls.
+Either way it learns run ids only. A view is a page seen with the permissions its fragments read
+(live.READS); every view the change concerns renders once, from the database, and offers the same
+HTML to each of its sockets. A socket's outbox keeps only the newest HTML, so a slow or stuck
+socket skips states instead of delaying the others. Nothing waits before a render: the first
+change after a quiet spell is rendered at once; changes that arrive while a render is in flight
+are coalesced into the one render after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from asyncio import sleep  # the hub's only waits: a tail's tick, a retry, the group refresh
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import connection
+from django.db.models import Max
+
+from runs import events, live
+from runs.models import RunEvent
+
+log = logging.getLogger(__name__)
+RETRY_SECONDS = 0.5
+GROUP_REFRESH_SECONDS = 3600  # channels_redis forgets a group's members after group_expiry (a day)
+
+
+# -- the pure core: views, what a change concerns, a socket's outbox ---------------------------------
+
+
+@dataclass(frozen=True)
+class View:
+    """What a socket shows: a page (home | run | approvals | nav; run_id on a run's page) and the
+    permissions its fragments read. Sockets with equal views are sent the same HTML."""
+
+    page: str
+    run_id: int | None = None
+    grants: frozenset[str] = frozenset()
+
+
+def view_of(page: str, run_id: int | None, grants: frozenset[str]) -> View:
+    """Only the grants the page reads: a viewer and an editor see the same home page, one render."""
+    return View(page, run_id, frozenset(grants) & live.READS[page])
+
+
+def concerns(view: View, run_ids: Iterable[int]) -> bool:
+    """A run's change shows on its own page and on every page that lists runs or counts approvals."""
+    return view.page != "run" or view.run_id in run_ids
+
+
+class Outbox:
+    """One socket's mailbox of size one: only the newest HTML waits, an older one is dropped."""
+
+    def __init__(self, send: Callable[[str], Awaitable[None]]):
+        self.send = send
+        self.pending: str | None = None
+        self.fed = False  # offered anything yet: a new socket is owed its first state, changed or not
+        self.ready = asyncio.Event()
+
+    def offer(self, html: str) -> None:
+        self.pending, self.fed = html, True
+        self.ready.set()
+
+    async def pump(self) -> None:
+        """The socket's one sending task: sends never overlap, so an older state never lands last."""
+        while True:
+            await self.ready.wait()
+            self.ready.clear()
+            html, self.pending = self.pending, None
+            try:
+                await self.send(html)
+            except Exception:  # the socket is going away; its disconnect stops this task
+                log.debug("live send failed", exc_info=True)
+                return
+
+
+class Feed:
+    """One view's renders: at most one in flight; what changes meanwhile makes one more after it."""
+
+    def __init__(self, view: View, render: Callable[[View], Awaitable[str]]):
+        self.view = view
+        self.render = render
+        self.outboxes: set[Outbox] = set()
+        self.dirty = asyncio.Event()
+        self.last: str | None = None
+        self.task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await self.dirty.wait()
+            self.dirty.clear()
+            try:
+                html = await self.render(self.view)
+            except Exception:  # one bad render must not silence the view for good
+                log.exception("live render failed for %s", self.view)
+                await sleep(RETRY_SECONDS)
+                self.dirty.set()
+                continue
+            changed, self.last = html != self.last, html
+            for box in self.outboxes:
+                # A socket that joined while this render was in flight may take it as its first
+                # state: the render began after the socket's admission (renders and admissions
+                # share channels' one database thread), so after its page was served.
+                if changed or not box.fed:
+                    box.offer(html)
+
+
+# -- the edges: the database tail, the channel layer, rendering ------------------------------------
+
+
+class CommitProbe:
+    """Has anyone committed to the database since the last ask? SQLite's `PRAGMA data_version`, on
+    a connection of the probe's own (the value compares commits seen by one connection), asked
+    from the event loop: a read of the WAL index, so an idle tick needs no thread hop and reads no
+    table. Where it cannot tell (PostgreSQL, SQLite in memory) it says yes: the tail then makes
+    its one query, an index range on RunEvent's primary key."""
+
+    def __init__(self, vendor: str, name: str):
+        self.db = None
+        self.version: int | None = None
+        if vendor == "sqlite" and name != ":memory:" and "mode=memory" not in name:
+            # a short busy timeout: this runs on the event loop, which must never wait on a lock
+            self.db = sqlite3.connect(name, timeout=0.05, isolation_level=None, check_same_thread=False)
+
+    def changed(self) -> bool:
+        if self.db is None:
+            return True
+        try:
+            version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:  # busy or gone: let the tail's query decide
+            return True
+        changed, self.version = version != self.version, version
+        return changed
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+
+
+class EventTail:
+    """Which runs have new RunEvents since the last look. Called from the hub's tail thread only,
+    which keeps its connection (no close_old_connections around each look)."""
+
+    def __init__(self):
+        self.last_id: int | None = None
+
+    def poll(self) -> set[int]:
+        if self.last_id is None:  # the baseline: what the first renders already include
+            self.last_id = RunEvent.objects.aggregate(top=Max("id"))["top"] or 0
+            return set()
+        newest = dict(
+            RunEvent.objects.filter(id__gt=self.last_id)
+            .values("run_id")
+            .annotate(top=Max("id"))
+            .values_list("run_id", "top")
+        )
+        self.last_id = max(newest.values(), default=self.last_id)
+        return set(newest)
+
+    @staticmethod
+    def close() -> None:
+        connection.close()
+
+
+def _render(view: View) -> str:
+    return live.fragments(view.page, view.run_id, view.grants)
+
+
+async def render(view: View) -> str:
+    return await database_sync_to_async(_render)(view)
+
+
+class Hub:
+    def __init__(self, *, tail: bool, poll_seconds: float, layer=None):
+        self.loop = asyncio.get_running_loop()
+        self.tail_on, self.poll_seconds, self.layer = tail, poll_seconds, layer
+        self.members: dict[Outbox, View] = {}
+        self.feeds: dict[View, Feed] = {}
+        self.started: asyncio.Future | None = None
+        self.tasks: list[asyncio.Future] = []
+        self.tail: EventTail | None = None
+        self.probe: CommitProbe | None = None
+        self.thread: ThreadPoolExecutor | None = None
+        self.channel: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.started is not None
+
+    async def join(self, box: Outbox, view: View) -> None:
+        self.members[box] = view  # a member from now on: a leaving socket cannot stop the hub under us
+        if self.started is None:
+            self.started = asyncio.ensure_future(self._start())
+        try:
+            await asyncio.shield(self.started)
+        except asyncio.CancelledError:  # the socket went while the hub started: it never joined
+            asyncio.ensure_future(self.leave(box))
+            raise
+        feed = self.feeds.get(view) or self.feeds.setdefault(view, Feed(view, render))
+        feed.outboxes.add(box)
+        feed.dirty.set()  # its first state, current as of now (unchanged HTML goes to this socket only)
+
+    async def leave(self, box: Outbox) -> None:
+        view = self.members.pop(box, None)
+        feed = self.feeds.get(view)
+        if feed is not None:
+            feed.outboxes.discard(box)
+            if not feed.outboxes:
+                feed.task.cancel()
+                del self.feeds[view]
+        if not self.members and self.started is not None:
+            await self._stop()
+
+    def changed(self, run_ids: Iterable[int]) -> None:
+        run_ids = set(run_ids)
+        for feed in self.feeds.values():
+            if concerns(feed.view, run_ids):
+                feed.dirty.set()
+
+    async def _start(self) -> None:
+        if self.tail_on:
+            self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rysh-live-tail")
+            self.tail = EventTail()
+            self.probe = CommitProbe(connection.vendor, str(connection.settings_dict["NAME"]))
+            self.probe.changed()  # its first answer, before the baseline: a commit between is seen
+            await self._poll()  # the baseline is read before any render, so no event falls between
+            self.tasks.append(asyncio.ensure_future(self._tail()))
+        if self.layer is not None:
+            self.channel = await self.layer.new_channel()
+            await self._join_group()
+            self.tasks.append(asyncio.ensure_future(self._listen()))
+            self.tasks.append(asyncio.ensure_future(self._refresh_group()))
+
+    async def _stop(self) -> None:
+        started, tasks, thread, tail, channel = self.started, self.tasks, self.thread, self.tail, self.channel
+        self.started, self.tasks, self.thread, self.tail, self.channel = None, [], None, None, None
+        for task in (started, *tasks):
+            task.cancel()
+        if self.probe is not None:
+            self.probe.close()
+            self.probe = None
+        if thread is not None:
+            thread.submit(tail.close)  # the tail thread's own connection
+            thread.shutdown(wait=False)
+        if channel is not None:
+            try:
+                await self.layer.group_discard(events.RUNS_GROUP, channel)
+            except Exception:
+                log.warning("live: leaving the runs group failed", exc_info=True)
+
+    async def _poll(self) -> set[int]:
+        try:
+            return await self.loop.run_in_executor(self.thread, self.tail.poll)
+        except Exception:  # e.g. the database is busy: try again at the next tick
+            log.exception("live tail failed")
+            await self.loop.run_in_executor(self.thread, self.tail.close)
+            return set()
+
+    async def _tail(self) -> None:
+        while True:
+            await sleep(self.poll_seconds)
+            if not self.probe.changed():
+                continue  # nobody committed: no thread hop, no query
+            run_ids = await self._poll()
+            if run_ids:
+                self.changed(run_ids)
+
+    async def _join_group(self) -> None:
+        try:
+            await self.layer.group_add(events.RUNS_GROUP, self.channel)
+        except Exception:  # Redis away: the listener's retries and the hourly refresh try again
+            log.warning("live: joining the runs group failed", exc_info=True)
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                message = await self.layer.receive(self.channel)
+            except Exception:
+                log.warning("live: the channel layer failed", exc_info=True)
+                await sleep(RETRY_SECONDS)
+                continue
+            if message.get("type") == "run.changed":
+                self.changed([message["run_id"]])
+
+    async def _refresh_group(self) -> None:
+        while True:
+            await sleep(GROUP_REFRESH_SECONDS)
+            await self._join_group()
+
+
+_hub: Hub | None = None
+
+
+def hub() -> Hub:
+    """This process's hub (one per event loop: tests run each in a loop of its own), made afresh
+    whenever no socket holds it, with the settings of the moment."""
+    global _hub
+    if _hub is None or _hub.loop is not asyncio.get_running_loop() or not _hub.members:
+        _hub = Hub(
+            tail=settings.RYSH_LIVE_TAIL, poll_seconds=settings.RYSH_LIVE_POLL_MS / 1000, layer=get_channel_layer()
+        )
+    return _hub
