@@ -127,7 +127,7 @@ loop:
     budget: 20p
 ---
 Write a list.
-"""
+""" + "Background the list draws on, long enough that its first call counts more than 2p. " * 120
 
 QUOTA_SCRIPT = """\
 passes:
