@@ -119,7 +119,8 @@ passes:
     judge: "YES\\ntwo entries"
 """
 
-QUOTA_RECIPE = """\
+QUOTA_RECIPE = (
+    """\
 ---
 description: e2e - a recipe quota pauses the run; an admin raises it and the run goes on
 loop:
@@ -127,7 +128,9 @@ loop:
     budget: 20p
 ---
 Write a list.
-""" + "Background the list draws on, long enough that its first call counts more than 2p. " * 120
+"""
+    + "Background the list draws on, long enough that its first call counts more than 2p. " * 120
+)
 
 QUOTA_SCRIPT = """\
 passes:
