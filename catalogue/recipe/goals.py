@@ -93,9 +93,10 @@ _OBSERVABLE = (
     ("a label in capitals", re.compile(r"\b[A-Z][A-Z_]{1,}\b")),
     ("a URL", re.compile(r"https?://|\burls?\b|\blinks?\b", re.IGNORECASE)),
     ("a path", re.compile(r"(?<![\w/])/[\w\-.~/]*")),
-    ("a file", re.compile(r"\b[\w\-]+\.(?:" + "|".join(_EXTENSIONS) + r")\b", re.IGNORECASE)),
+    # starts only where a name can start, so a long run of names stays linear
+    ("a file", re.compile(r"(?<![\w-])[\w-]+\.(?:" + "|".join(_EXTENSIONS) + r")\b", re.IGNORECASE)),
 )
-_PLACEHOLDER = re.compile(r"\{\{.*?\}\}")
+_PLACEHOLDER = re.compile(r"\{\{[^{}\n]*\}\}")  # as catalogue.recipe.placeholders finds them
 # "as well" means "also"; it is not a judgement of quality.
 _NOT_VAGUE = re.compile(r"\bas well\b", re.IGNORECASE)
 

@@ -114,3 +114,10 @@ def test_the_lint_never_raises_and_is_deterministic(goal):
 def test_the_lint_never_raises_on_goal_like_text(goal):
     assert goal_warning(goal) == goal_warning(goal)
     assert vague_words(goal) == vague_words(goal)
+
+
+@pytest.mark.parametrize("piece", ["a-", "{{", "a.", "'a", "/a", "good "])
+def test_a_hostile_goal_is_read_in_linear_time(piece):
+    # a goal as long as the recipe cap allows; a backtracking pattern took minutes on these
+    warning = goal_warning(piece * 60_000)
+    assert warning is None or warning.endswith(SUGGESTION)
