@@ -15,8 +15,9 @@ import re
 import yaml
 
 from budgets.units import UnitError, parse_duration
+from catalogue.recipe.goals import goal_warning
 from catalogue.recipe.placeholders import BUILTIN_PLACEHOLDERS
-from catalogue.recipe.reader import BAD, NULL_TAG, Reader
+from catalogue.recipe.reader import BAD, NULL_TAG, Reader, RecipeIssue
 from catalogue.spec import FOLDERS, KINDS, MAX_INTERVAL, NOTIFY_EVENTS, DoSpec, Kind, NotifyRule, WhileSpec
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
@@ -377,7 +378,7 @@ def _read_loop(r: Reader, keys: dict) -> tuple[DoSpec, WhileSpec, list[str]]:
             warnings.append("step is ignored: loop.do is present")
         else:
             do = legacy
-    loop_while = _read_while(r, loop["while"], "loop.while") if "while" in loop else WhileSpec()
+    loop_while = _read_while(r, loop["while"], "loop.while", warnings) if "while" in loop else WhileSpec()
     return do, loop_while, warnings
 
 
@@ -426,7 +427,7 @@ def _read_do_budget(r: Reader, node, field: str) -> dict:
     return values
 
 
-def _read_while(r: Reader, node, field: str) -> WhileSpec:
+def _read_while(r: Reader, node, field: str, warnings: list[str]) -> WhileSpec:
     keys = r.mapping(node, field, _WHILE_KEYS)
     if keys is None:
         return WhileSpec()
@@ -443,6 +444,9 @@ def _read_while(r: Reader, node, field: str) -> WhileSpec:
     )
     if "prompts" in keys and (prompts := r.mapping(keys["prompts"], f"{field}.prompts", _PROMPTS_KEYS)):
         values.update(r.read_keys(prompts, f"{field}.prompts", {"until": r.text, "iterate_with": r.text}))
+        if "until" in values and (warning := goal_warning(values["until"])):
+            # Placed like an error (file:line field), at the line of the until: value.
+            warnings.append(str(RecipeIssue(r.label, r.line(prompts["until"]), f"{field}.prompts.until", warning)))
     return WhileSpec(**values)
 
 

@@ -33,7 +33,17 @@ _YAML_HINTS = (
     ("found character '@'", 'quote values that start with @, e.g. schedule: "@daily"'),
     ("found character '`'", "quote values that start with `"),
     ("while scanning an alias", 'quote values that start with *, e.g. schedule: "* * * * *"'),
+    ("found character '\\t' that cannot start any token", "indent with spaces: YAML does not allow tabs there"),
+    (
+        "but found '<block mapping start>'",
+        "bad indentation: line this key up with the keys of the mapping it belongs to",
+    ),
+    (
+        "mapping values are not allowed here",
+        "quote a value that contains ': ', or line this key up with the keys of its mapping",
+    ),
 )
+_FLOW_OPENERS = {"while parsing a flow sequence": "[", "while parsing a flow mapping": "{"}
 
 
 # --- issues -------------------------------------------------------------------------------
@@ -161,28 +171,44 @@ class Reader:
 
     def _yaml_error(self, exc: yaml.YAMLError, text: str) -> None:
         if isinstance(exc, yaml.reader.ReaderError):
-            line = text[: exc.position].count("\n")
+            row = text[: exc.position].count("\n")
             char = chr(exc.character) if isinstance(exc.character, int) else exc.character
             self.add_at(
-                self.first_line + line, "frontmatter", f"invalid YAML: character {char!r} is not allowed ({exc.reason})"
+                self.first_line + row,
+                key_path(text.split("\n"), row) or "frontmatter",
+                f"invalid YAML: character {char!r} is not allowed ({exc.reason})",
             )
             return
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
+        problem_mark = getattr(exc, "problem_mark", None)
+        context_mark = getattr(exc, "context_mark", None)
+        lines = text.split("\n")
+        if context == "while scanning a quoted scalar" and context_mark and "end of stream" in problem:
+            # PyYAML gives up at the end of the frontmatter; the mistake is where the quote opens.
+            row = context_mark.line
+            self.add_at(self.first_line + row, key_path(lines, row) or "frontmatter", "unclosed quoted string")
+            return
         message = f"invalid YAML: {problem}"
         if context:
             message += f" ({context})"
-        for needle, hint in _YAML_HINTS:
-            if needle in message:
-                message += f"; {hint}"
-                break
+        hint = next((hint for needle, hint in _YAML_HINTS if needle in message), None)
+        mark = problem_mark or context_mark
         if mark is None:
-            self.add_at(self.first_line, "frontmatter", message)
+            self.add_at(self.first_line, "frontmatter", message + (f"; {hint}" if hint else ""))
             return
         # End-of-stream errors point one past the YAML; keep them on its last line.
-        line = min(self.first_line + mark.line, self.last_line)
-        self.add_at(line, "frontmatter", message, column=mark.column + 1)
+        row = min(mark.line, self.last_line - self.first_line)
+        column = mark.column + 1 if mark.line == row else None
+        opened = context_mark.line if context_mark is not None else row
+        if (context or "").startswith("while parsing a flow") and opened < row:
+            # An unclosed [ or { swallows the lines after it; the mistake is where it opens.
+            bracket = _FLOW_OPENERS.get(context, "bracket")
+            hint = f"the {bracket} opened on this line is not closed before line {self.first_line + row}"
+            row, column = opened, context_mark.column + 1
+        if hint:
+            message += f"; {hint}"
+        self.add_at(self.first_line + row, key_path(lines, row) or "frontmatter", message, column=column)
 
     # structure
 
@@ -326,6 +352,58 @@ class Reader:
             self.expected(node, field, f"a list of {what}")
             return None
         return [(item, self.value(item, field)) for item in node.value]
+
+
+# How a line of block YAML starts: its indentation, and list dashes counted as indentation.
+_INDENT = re.compile(r"[ \t]*(?:-[ \t]+)*")
+_KEY_END = re.compile(r":(?:[ \t]|$)")
+_NOT_A_KEY_START = "#[]{},:&*!|>%@`-"
+
+
+def key_line(line: str) -> tuple[int, str, str] | None:
+    """(indent, key, value) of a `key: value` line of block YAML, else None. Read without a
+    parser (and without a backtracking pattern: a hostile line stays linear); keys inside flow
+    collections are not seen."""
+    indent = _INDENT.match(line).end()
+    rest = line[indent:]
+    if not rest or rest[0] in _NOT_A_KEY_START:
+        return None
+    if rest[0] in "'\"":
+        close = rest.find(rest[0], 1)
+        after = rest[close + 1 :].lstrip(" \t") if close > 0 else ""
+        if not (after == ":" or after[:2] in (": ", ":\t")):
+            return None
+        return indent, rest[1:close], after[1:].strip()
+    end = _KEY_END.search(rest)
+    if end is None or " #" in rest[: end.start()] or "\t#" in rest[: end.start()]:
+        return None
+    return indent, rest[: end.start()].strip(), rest[end.end() :].strip()
+
+
+def key_path(lines: Sequence[str], row: int) -> str | None:
+    """The dotted field of the key on `lines[row]` (0-based), from the indentation of the
+    `key:` lines above it; None when that line holds no key. A best guess for YAML that does
+    not parse: the lines above are taken to be indented as their author meant."""
+    if not 0 <= row < len(lines) or (target := key_line(lines[row])) is None:
+        return None
+    parents: list[tuple[int, str]] = []
+    block_at = None  # indent of a key whose value is a | or > block: deeper lines are its text
+    for line in lines[:row]:
+        indent = len(line) - len(line.lstrip(" \t"))
+        if block_at is not None and (indent > block_at or not line.strip()):
+            continue
+        block_at = None
+        if (found := key_line(line)) is None:
+            continue
+        indent, key, value = found
+        while parents and parents[-1][0] >= indent:
+            parents.pop()
+        if not value or value[0] in "#&":  # `key:` alone (or with an anchor) opens a mapping
+            parents.append((indent, key))
+        elif value[0] in "|>":
+            block_at = indent
+    keys = [key for at, key in parents if at < target[0]]
+    return ".".join([*keys, target[1]])
 
 
 def _join(field: str, key: str) -> str:

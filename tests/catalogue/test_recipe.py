@@ -270,7 +270,7 @@ BROKEN = [
         recipe("description: a\n url: b\n"),
         WEB,
         3,
-        "frontmatter",
+        "url",
         "invalid YAML: mapping values are not allowed here",
         id="bad-yaml",
     ),
@@ -278,7 +278,7 @@ BROKEN = [
         "---\nkind: web\nloop: [1, 2\n---\nGo.",
         WEB,
         3,
-        "frontmatter",
+        "loop",
         "invalid YAML: expected ',' or ']'",
         id="unclosed-flow-list",
     ),
@@ -286,7 +286,7 @@ BROKEN = [
         recipe("schedule: @daily\n"),
         TASK,
         2,
-        "frontmatter",
+        "schedule",
         'quote values that start with @, e.g. schedule: "@daily"',
         id="unquoted-at",
     ),
@@ -294,7 +294,7 @@ BROKEN = [
         "---\ndescription: a\x00b\n---\nGo.",
         WEB,
         2,
-        "frontmatter",
+        "description",
         "invalid YAML: character '\\x00' is not allowed",
         id="nul-char",
     ),
@@ -723,7 +723,7 @@ def test_it_prints_the_exact_takeover_message():
 def test_it_keeps_yaml_line_and_column():
     issue = only_issue(recipe("kind: web\ndescription: a\n url: b\n"))
     assert (issue.line, issue.column) == (4, 5)
-    assert str(issue).startswith("x.md:4:5 frontmatter: invalid YAML: ")
+    assert str(issue).startswith("x.md:4:5 url: invalid YAML: ")
 
 
 def test_it_refuses_a_bad_recipe_name():
@@ -787,7 +787,7 @@ def test_it_reports_every_error_of_a_file_together():
 
 def test_it_reports_a_yaml_error_and_an_empty_prompt_but_no_guessed_kind():
     issues = issues_of(recipe("kind: [web\n", body=""), path="x.md")
-    assert [i.field for i in issues] == ["frontmatter", "prompt"]
+    assert [i.field for i in issues] == ["kind", "prompt"]
 
 
 def test_it_errors_are_value_errors():

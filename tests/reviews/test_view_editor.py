@@ -44,6 +44,14 @@ def test_the_live_check_answers_with_errors_at_their_lines_and_never_the_textare
     assert "<textarea" not in part and "<html" not in part
 
 
+def test_the_live_check_warns_about_a_goal_the_judge_must_guess(editor):
+    text = recipe_text().replace("until: The report exists.", "until: The report is written properly.")
+    part = editor.post("/recipes/validate/", {"kind": "task", "name": "report", "text": text}).content.decode()
+    assert "<strong>valid</strong>" in part  # a warning, never an error
+    assert "<li>report.md:11 loop.while.prompts.until: the goal names nothing the judge can count" in part
+    assert "words the judge must guess: &quot;properly&quot;" in part
+
+
 def test_the_live_check_previews_the_plan_and_the_cost_delta(editor):
     part = editor.post(
         "/recipes/validate/",

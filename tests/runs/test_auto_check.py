@@ -96,6 +96,23 @@ def test_it_warns_about_placeholders_nothing_fills(tmp_path):
     assert "{{country}}" in out and "warnings:" in out
 
 
+def test_it_warns_about_a_goal_the_judge_must_guess(tmp_path):
+    recipe = tmp_path / "vague.md"
+    recipe.write_text("---\nloop:\n  while:\n    prompts:\n      until: The summary is good enough.\n---\nSum up.\n")
+    out = check("task", "check", str(recipe))
+    assert "warnings:\n  - vague.md:5 loop.while.prompts.until: the goal names nothing the judge can count" in out
+    assert 'words the judge must guess: "good enough"' in out
+    assert out.rstrip().endswith("ok: task/vague is valid")  # a warning, never an error
+
+
+def test_a_crisp_goal_passes_without_a_warning(tmp_path):
+    recipe = tmp_path / "crisp.md"
+    recipe.write_text(
+        "---\nloop:\n  while:\n    prompts:\n      until: list.md names at least 3 sources with URLs\n---\nGo.\n"
+    )
+    assert "prompts.until" not in check("task", "check", str(recipe))
+
+
 def test_it_refuses_an_unknown_name():
     with pytest.raises(CommandError, match="no task recipe named 'nope'"):
         check("task", "check", "nope")
