@@ -5,7 +5,6 @@ Read-only: nothing here (or in the admin) edits or deletes a row.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 
 from django.contrib.auth.decorators import login_required
@@ -19,6 +18,7 @@ from django.views.decorators.vary import vary_on_headers
 from audit import selectors
 from audit.forms import AuditFilterForm
 from audit.models import AuditEntry
+from rysh_site.csv_export import csv_cell, csv_writer
 from rysh_site.roles import user_can
 
 PAGE_SIZE = 50
@@ -34,7 +34,6 @@ CSV_HEADER = [
     "address",
     "detail",
 ]
-FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _require_reader(request: HttpRequest) -> None:
@@ -65,19 +64,8 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     return render(request, template, context, status=200 if form.is_valid() else 400)
 
 
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
-
-
-def csv_cell(value) -> str:
-    """A cell a spreadsheet shows as text: one starting like a formula gets a leading quote."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_LEADS) else text
-
-
 def _csv_rows(entries: QuerySet[AuditEntry]) -> Iterator[str]:
-    writer = csv.writer(_Echo())
+    writer = csv_writer()
     yield writer.writerow(CSV_HEADER)
     for e in entries.iterator():
         row = [

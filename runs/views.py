@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import codecs
-import csv
 from collections.abc import Callable, Iterator
 from datetime import date, timedelta
 from pathlib import Path
@@ -31,6 +30,7 @@ from runs import live, selectors, services
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
 from runs.models import Approval, Run, Step
 from runs.report import plan_lines_from_snapshot
+from rysh_site.csv_export import csv_writer
 from rysh_site.paths import UnsafePath, safe_child
 from rysh_site.roles import require
 from spend.outlook import recipe_outlook
@@ -401,13 +401,8 @@ def _day_chart(per_day: list[dict], since: date) -> list[dict]:
     return bars
 
 
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
-
-
 def _csv_rows(runs: QuerySet[Run]) -> Iterator[str]:
-    writer = csv.writer(_Echo())
+    writer = csv_writer()
     yield writer.writerow(CSV_HEADER)
     for r in runs.iterator():
         yield writer.writerow(

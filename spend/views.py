@@ -4,7 +4,6 @@ spend.services (which records each change in the audit log)."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 
 from django.contrib import messages
@@ -14,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from budgets.units import format_tokens
+from rysh_site.csv_export import csv_cell, csv_writer
 from rysh_site.roles import require, user_can
 from spend import selectors, services
 from spend.forms import PriceForm, QuotaForm, SpendFilterForm
@@ -21,7 +21,6 @@ from spend.models import ModelPrice, Quota, Scope
 from spend.prices import price_of
 
 CSV_COLUMNS = ["tokens_counted", "cache_read", "cost_usd", "unpriced_tokens", "calls"]  # after period, recipe|person
-FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
 # -- the Spend page --------------------------------------------------------------------------------
@@ -91,19 +90,8 @@ def _grand(ranked: list[selectors.Total]) -> selectors.Total:
     return grand
 
 
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
-
-
-def csv_cell(value) -> str:
-    """A cell a spreadsheet shows as text: one starting like a formula gets a leading quote."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_LEADS) else text
-
-
 def _csv_rows(rows: list[dict], by: str, period: str) -> Iterator[str]:
-    writer = csv.writer(_Echo())
+    writer = csv_writer()
     yield writer.writerow(["period", by, *CSV_COLUMNS])
     for r in rows:
         when = r["bucket"].isoformat() if period == "day" else r["bucket"].strftime("%Y-%m")
