@@ -646,19 +646,7 @@ class Engine:
         self._quota_refusals, max_tokens = 0, fitted
         started = time.monotonic()
         try:
-            reply = self.armed.model.complete(
-                ModelRequest(
-                    model=self.run.judge_model,
-                    system=judging.JUDGE_SYSTEM,
-                    messages=messages,
-                    tools=[],
-                    max_tokens=max_tokens,
-                    deadline=started + 300,
-                    purpose=Phase.JUDGING,
-                    pass_number=run_pass.number,
-                    cancelled=self._cancel_requested,
-                )
-            )
+            reply = self.armed.model.complete(self._judge_request(run_pass, messages, max_tokens, seconds=300))
         except ModelCancelled:
             self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
             self._pause("cancelled")
@@ -673,20 +661,21 @@ class Engine:
     def _judge_bound(self, run_pass: Pass, messages: list, bound: int) -> int:
         """The judge's input counted exactly where that beats its byte bound: a 20 KB result
         bounds at 20,000 tokens by its bytes; it counts about 5,000."""
-        counted = self._count(
-            ModelRequest(
-                model=self.run.judge_model,
-                system=judging.JUDGE_SYSTEM,
-                messages=messages,
-                tools=[],
-                max_tokens=JUDGE_MAX_TOKENS,
-                deadline=time.monotonic() + 60,
-                purpose=Phase.JUDGING,
-                pass_number=run_pass.number,
-                cancelled=self._cancel_requested,
-            )
-        )
+        counted = self._count(self._judge_request(run_pass, messages, JUDGE_MAX_TOKENS, seconds=60))
         return min(bound, counted) if counted is not None else bound
+
+    def _judge_request(self, run_pass: Pass, messages: list, max_tokens: int, *, seconds: float) -> ModelRequest:
+        return ModelRequest(
+            model=self.run.judge_model,
+            system=judging.JUDGE_SYSTEM,
+            messages=messages,
+            tools=[],
+            max_tokens=max_tokens,
+            deadline=time.monotonic() + seconds,
+            purpose=Phase.JUDGING,
+            pass_number=run_pass.number,
+            cancelled=self._cancel_requested,
+        )
 
     def _settle_judge(self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float) -> None:
         _apply_reply(step, reply, seconds)
