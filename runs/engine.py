@@ -43,7 +43,7 @@ from budgets.plan import JUDGE_MAX_TOKENS, Plan
 from budgets.quota import reservation_micros
 from catalogue.recipe import render
 from catalogue.spec import RecipeSpec
-from runs import approvals, events, fitting
+from runs import approvals, events, fitting, snapshots
 from runs import judge as judging
 from runs.arming import first_message, reminder, resumed_message, seeded_message
 from runs.conversation import Conversation, call_identity, tool_result, without_images
@@ -182,7 +182,7 @@ class Engine:
             text = first_message(spec, self.run.args, out)
         else:
             text = seeded_message(
-                spec, self.run.args, out, number=number, result=self._newest_result(), reason=previous.reason
+                spec, self.run.args, out, number=number, result=self._result_of(previous), reason=previous.reason
             )
         with transaction.atomic():
             run_pass, created = Pass.objects.get_or_create(run=self.run, number=number)
@@ -230,9 +230,10 @@ class Engine:
 
     def _end_pass(self, run_pass: Pass) -> None:
         run_pass.ended_at = timezone.now()
-        results = self._newest_result()
-        if results:
-            run_pass.result_file = results[0]
+        run_pass.snapshot_at = None  # a pass re-run after a lost worker is kept as it ends now
+        kept = self._snapshot(run_pass)
+        if kept:
+            run_pass.result_file = max(kept, key=lambda r: (r.modified_at, r.name)).name
         run_pass.save()
         self.conversation = None
         events.record(
@@ -244,8 +245,24 @@ class Engine:
         )
 
     def _newest_result(self) -> tuple[str, str] | None:
-        since = self.run.started_at.timestamp() - 1 if self.run.started_at else None
-        return judging.newest_result(self.armed.output_dir, since=since)
+        return judging.newest_result(self.armed.output_dir, since=self._since())
+
+    def _since(self) -> float | None:
+        return self.run.started_at.timestamp() - 1 if self.run.started_at else None
+
+    def _snapshot(self, run_pass: Pass) -> list:
+        """The pass's results kept as its snapshot; a disk that refuses them is said, and the
+        judge then reads the folder as before."""
+        try:
+            return snapshots.snapshot_pass(run_pass, self.armed.output_dir, since=self._since())
+        except OSError as exc:
+            log.warning("run %s pass %s: snapshot not kept: %s", self.run.pk, run_pass.number, exc)
+            events.record(self.run, "note", f"pass {run_pass.number}: results not kept as a snapshot ({exc})")
+            return []
+
+    def _result_of(self, run_pass: Pass) -> tuple[str, str] | None:
+        """What the pass saved, as its snapshot kept it (the folder may have moved on since)."""
+        return snapshots.judge_input(run_pass) if run_pass.snapshot_at else self._newest_result()
 
     # -- a leg: steps until the model is done or a ceiling is hit --------------------------
 
@@ -612,7 +629,7 @@ class Engine:
         Run.objects.filter(pk=self.run.pk).update(phase=Phase.JUDGING)
         self.run.phase = Phase.JUDGING
         events.record(self.run, "judging", f"pass {run_pass.number}: judging")
-        result = self._newest_result()
+        result = self._result_of(run_pass)
         message = judging.judge_message(self.armed.spec.loop_while.until or "", result)
         messages = [{"role": "user", "content": [{"type": "text", "text": message}]}]
         bound = input_bound(system=judging.JUDGE_SYSTEM, tools=[], messages=messages, last=None)
@@ -780,6 +797,7 @@ def finish_run(run: Run, cause: str) -> None:
     )
     run.refresh_from_db()
     events.record(run, "finished", cause, cause=cause)
+    _snapshot_or_say(run)
     _write_report_or_say(run)
     run_finished.send(sender=Run, run=run)  # schedules count the outcome; nothing here knows them
 
@@ -793,6 +811,15 @@ def _write_report_or_say(run: Run) -> None:
     except OSError as exc:
         log.warning("run %s: run-report.md not written: %s", run.pk, exc)
         events.record(run, "note", f"run-report.md not written ({exc.strerror or exc}); the run page shows the report")
+
+
+def _snapshot_or_say(run: Run) -> None:
+    """A pass the run ended inside (an error, a stop mid-leg) is kept as it stands."""
+    try:
+        snapshots.snapshot_unended_pass(run)
+    except OSError as exc:
+        log.warning("run %s: last pass's snapshot not kept: %s", run.pk, exc)
+        events.record(run, "note", f"the last pass's results were not kept as a snapshot ({exc})")
 
 
 def _keep_stop():

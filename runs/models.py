@@ -93,6 +93,8 @@ class Run(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True, db_index=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    # set when `prune_snapshots` dropped this run's result snapshots (RYSH_SNAPSHOT_KEEP_RUNS)
+    snapshots_pruned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "automations_run"  # named before the apps split (see migrations/0001)
@@ -175,6 +177,9 @@ class Pass(models.Model):
     steps_total = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # when the result files were kept as this pass's snapshot (PassResult rows): at the pass's
+    # end, or at the run's end for a pass that never ended (an error, a stop mid-leg)
+    snapshot_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "automations_pass"  # named before the apps split (see migrations/0001)
@@ -333,14 +338,123 @@ class Approval(models.Model):
         return f"{self.tool_name}({shown})"
 
 
+class ResultBlob(models.Model):
+    """One content of a result file, kept once under RYSH_SNAPSHOTS_DIR and named by its SHA-256:
+    the same bytes saved by a hundred passes are stored once. Immutable; removed only by
+    `prune_snapshots` when no PassResult points at it any more."""
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    size = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"blob {self.sha256[:12]} ({self.size} bytes)"
+
+
+class PassResult(models.Model):
+    """A result file as it was when its pass ended: the pass's snapshot is all its rows. A later
+    run overwriting the file on disk never changes them."""
+
+    run_pass = models.ForeignKey(Pass, on_delete=models.CASCADE, related_name="results")
+    name = models.CharField(max_length=1000)  # relative to the run's results folder
+    # null: the file was too large to keep (RYSH_SNAPSHOT_FILE_MAX_BYTES); its name and size stay
+    blob = models.ForeignKey(ResultBlob, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    size = models.BigIntegerField()
+    modified_at = models.DateTimeField()  # the file's modification time when it was kept
+
+    class Meta:
+        ordering = ["run_pass", "-modified_at", "name"]
+        constraints = [models.UniqueConstraint(fields=["run_pass", "name"], name="passresult_pass_name_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run_pass}: {self.name}"
+
+
+class VerdictLabel(models.Model):
+    """A person's word on a judged pass: was the judge right? One label per pass, the latest
+    person's (each change is in the audit log)."""
+
+    run_pass = models.OneToOneField(Pass, on_delete=models.CASCADE, related_name="label")
+    judge_right = models.BooleanField()
+    verdict = models.CharField(max_length=3)  # the verdict the person labelled (YES | NO)
+    note = models.TextField(blank=True)
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.run_pass}: judge {'right' if self.judge_right else 'wrong'}"
+
+
+class RejudgeState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+class Rejudge(models.Model):
+    """A proposed judge (a new `until:` or judge model) run over a recipe's last N snapshotted
+    results, on a worker, under its own small hard token budget (SPEC §10)."""
+
+    change_request = models.ForeignKey(
+        "reviews.ChangeRequest", null=True, blank=True, on_delete=models.CASCADE, related_name="rejudges"
+    )  # null: from the CLI
+    target = models.CharField(max_length=210, db_index=True)  # kind/name of the recipe re-judged
+    until = models.TextField()  # the goal the new judge reads
+    judge_model = models.CharField(max_length=100)
+    provider = models.CharField(max_length=20)  # anthropic | scripted
+    script_path = models.CharField(max_length=1000, blank=True)  # the scripted provider's script
+    requested = models.PositiveIntegerField()  # N: the last N judged passes with a snapshot
+    budget_tokens = models.BigIntegerField()  # the hard ceiling, shown before it starts
+    tokens_counted = models.BigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    state = models.CharField(max_length=10, choices=RejudgeState.choices, default=RejudgeState.QUEUED)
+    cause = models.CharField(max_length=500, blank=True)  # done | budget exhausted | judge error: …
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"re-judge #{self.pk} of {self.target}"
+
+
+class RejudgeItem(models.Model):
+    """One past pass under the proposed judge: its old verdict beside the new one."""
+
+    rejudge = models.ForeignKey(Rejudge, on_delete=models.CASCADE, related_name="items")
+    run_pass = models.ForeignKey(Pass, null=True, on_delete=models.SET_NULL, related_name="+")
+    position = models.PositiveIntegerField()  # 1 = the newest pass
+    result_name = models.CharField(max_length=1000, blank=True)  # the snapshot file judged
+    old_verdict = models.CharField(max_length=3)
+    old_reason = models.TextField(blank=True)
+    new_verdict = models.CharField(max_length=3, blank=True)  # blank: not judged (budget, error)
+    new_reason = models.TextField(blank=True)
+    tokens_counted = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["rejudge", "position"]
+        constraints = [models.UniqueConstraint(fields=["rejudge", "position"], name="rejudgeitem_position_unique")]
+
+    @property
+    def flipped(self) -> bool:
+        return bool(self.new_verdict) and self.new_verdict != self.old_verdict
+
+
 class LedgerEntry(models.Model):
     """The append-only token ledger: one entry per model call that can cost money."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ledger")
+    # null for a re-judge's calls (rejudge is set instead): they belong to no run
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="ledger")
+    rejudge = models.ForeignKey(Rejudge, null=True, blank=True, on_delete=models.SET_NULL, related_name="ledger")
     # One entry per step at most, so settling a step twice cannot count its tokens twice.
     step = models.OneToOneField(Step, null=True, blank=True, on_delete=models.CASCADE, related_name="ledger_entry")
     pass_number = models.PositiveIntegerField()
-    purpose = models.CharField(max_length=10)  # task | wrap-up | judge
+    purpose = models.CharField(max_length=10)  # task | wrap-up | judge | rejudge
     model = models.CharField(max_length=100)
     input_tokens = models.BigIntegerField(default=0)
     cache_write_tokens = models.BigIntegerField(default=0)

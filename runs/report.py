@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from budgets.plan import summary_lines
 from budgets.units import format_duration, format_duration_go, format_tokens
+from runs import snapshots
 from runs.judge import REPORT_NAME
 
 
@@ -81,16 +82,30 @@ def render_report(run) -> str:
         *_grant_lines(run),
         "## Passes",
         "",
-        "| pass | verdict | judge's reason | tokens | task stop | wrap-up |",
-        "|---|---|---|---|---|---|",
+        "| pass | verdict | judge's reason | result (as kept) | tokens | task stop | wrap-up |",
+        "|---|---|---|---|---|---|---|",
     ]
     for p in run.passes.order_by("number"):
-        reason = (p.reason or "").replace("|", "\\|").replace("\n", " ")
+        reason = _cell(p.reason or "")
         lines.append(
-            f"| {p.number} | {p.verdict or '-'} | {reason or '-'} | {p.tokens_counted} | "
+            f"| {p.number} | {p.verdict or '-'} | {reason or '-'} | {_kept(p)} | {p.tokens_counted} | "
             f"{p.task_stop or '-'} | {p.wrap_up_stop or ('-' if not p.takeover_used else 'running')} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _kept(run_pass) -> str:
+    """The result the pass's snapshot kept for the judge, with the first digits of its content's
+    hash: the report names exactly what was judged, whatever the folder holds later."""
+    row = snapshots.judged_result(run_pass) if run_pass.snapshot_at else None
+    if row is None:
+        return _cell(run_pass.result_file) or "-"
+    digest = f" sha256 {row.blob.sha256[:12]}" if row.blob else " (not kept: too large)"
+    return f"{_cell(row.name)}{digest}"
 
 
 def write_report(run) -> Path | None:

@@ -16,7 +16,7 @@ from django.utils.timesince import timesince
 
 from budgets.plan import is_grantable
 from budgets.units import format_duration, format_tokens
-from runs.judge import REPORT_NAME
+from runs import snapshots
 from runs.models import ACTIVE_STATES, Approval, ApprovalState, Pass, Run, RunEvent, RunState, Step, StepStatus
 from runs.report import cache_hit_percent
 
@@ -247,20 +247,30 @@ def run_videos(run: Run) -> list[str]:
 
 
 def run_result_files(run: Run) -> list[dict]:
-    """The files this run wrote, newest first: the folder is the recipe's, shared by its runs,
-    so only what changed while this run was going counts (the report is shown apart)."""
+    """The files this run saved, newest first. A run still going shows its folder as it is now;
+    a run that stopped going shows its snapshots (runs/snapshots.py), so a later run writing the
+    same names never changes this run's page. Runs from before snapshots show the folder."""
+    if not run.is_active and snapshots.has_snapshots(run):
+        return [
+            {"name": r.name, "size": r.size, "pass": r.run_pass.number, "kept": r.blob_id is not None}
+            for r in snapshots.run_snapshot_files(run)
+        ]
+    if run.snapshots_pruned_at is not None:
+        return []
+    return _folder_files(run)
+
+
+def _folder_files(run: Run) -> list[dict]:
+    """The files in the run's folder changed while it was going (the folder is the recipe's,
+    shared by its runs; the report is shown apart)."""
     folder = Path(run.output_dir) if run.output_dir else None
     if folder is None or not folder.is_dir() or run.started_at is None:
         return []
     start = run.started_at.timestamp() - 1
     end = run.ended_at.timestamp() + 1 if run.ended_at else float("inf")
-    files = [
-        p
-        for p in folder.rglob("*")
-        if p.is_file() and not p.name.startswith(".") and p.name != REPORT_NAME and start <= p.stat().st_mtime <= end
-    ]
+    files = [p for p in snapshots.result_files(folder, since=start) if p.stat().st_mtime <= end]
     files.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
-    return [{"name": str(p.relative_to(folder)), "size": p.stat().st_size} for p in files]
+    return [{"name": str(p.relative_to(folder)), "size": p.stat().st_size, "pass": None, "kept": True} for p in files]
 
 
 # -- history -------------------------------------------------------------------------------------

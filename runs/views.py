@@ -6,6 +6,7 @@ import codecs
 from collections.abc import Callable, Iterator
 from datetime import date, timedelta
 from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 from django.contrib import messages
@@ -26,9 +27,9 @@ from catalogue.markdown import render_markdown
 from catalogue.models import Recipe
 from catalogue.selectors import recipe_args
 from catalogue.views import _get_recipe_for_user
-from runs import live, selectors, services
+from runs import live, selectors, services, snapshots
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
-from runs.models import Approval, Run, Step
+from runs.models import Approval, PassResult, Run, Step
 from runs.report import plan_lines_from_snapshot
 from rysh_site.csv_export import csv_writer
 from rysh_site.paths import UnsafePath, safe_child
@@ -311,16 +312,15 @@ def run_preview(request: HttpRequest, kind: str, name: str) -> HttpResponse:
 @login_required
 def run_file(request: HttpRequest, pk: int, name: str) -> HttpResponse | FileResponse:
     run = _get_run_for_user(request, pk)
-    if not run.output_dir:  # no folder at all: an empty root would mean the server's own
-        raise Http404("no such result file")
-    target = _file_or_404(run.output_dir, name, "no such result file")
+    handle, kept = _result_handle(run, name, _pass_number(request.GET.get("pass")))
     if request.GET.get("download"):
-        return FileResponse(target.open("rb"), as_attachment=True, filename=target.name)
-    head, truncated = _read_head(target, TEXT_VIEW_LIMIT)
+        return FileResponse(handle, as_attachment=True, filename=Path(name).name)
+    with handle:
+        head, truncated = _read_head(handle, TEXT_VIEW_LIMIT)
     binary = b"\0" in head
     # a cut can split a character: an unfinished one at the end is dropped, not shown as garbage
     text = "" if binary else codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=not truncated)
-    markdown = target.suffix.lower() in (".md", ".markdown")
+    markdown = Path(name).suffix.lower() in (".md", ".markdown")
     rendered = render_markdown(text) if markdown and not binary else None
     return render(
         request,
@@ -328,6 +328,7 @@ def run_file(request: HttpRequest, pk: int, name: str) -> HttpResponse | FileRes
         {
             "run": run,
             "name": name,
+            "kept": kept,
             "text": text,
             "rendered": rendered,
             "truncated": truncated,
@@ -337,11 +338,34 @@ def run_file(request: HttpRequest, pk: int, name: str) -> HttpResponse | FileRes
     )
 
 
-def _read_head(target: Path, limit: int) -> tuple[bytes, bool]:
+def _pass_number(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    if not raw.isdigit():
+        raise Http404("no such pass")
+    return int(raw)
+
+
+def _result_handle(run: Run, name: str, pass_number: int | None) -> tuple[BinaryIO, PassResult | None]:
+    """The file as the run's snapshot kept it (pass `pass_number`'s, or the newest holding it);
+    a run still going, or from before snapshots, reads its folder as it is now."""
+    if pass_number is not None or (not run.is_active and snapshots.has_snapshots(run)):
+        row = snapshots.snapshot_file(run, name, pass_number=pass_number)
+        if row is None:
+            raise Http404("no such result file")
+        handle = snapshots.open_result(row)
+        if handle is None:
+            raise Http404(f"{name} was not kept: {row.size} bytes, over RYSH_SNAPSHOT_FILE_MAX_BYTES")
+        return handle, row
+    if not run.output_dir or run.snapshots_pruned_at:  # no folder: an empty root would mean the server's own
+        raise Http404("no such result file")
+    return _file_or_404(run.output_dir, name, "no such result file").open("rb"), None
+
+
+def _read_head(handle: BinaryIO, limit: int) -> tuple[bytes, bool]:
     """At most `limit` bytes of a file, and whether it holds more: one byte past the limit is
     read to know, never the whole file (a result can be a huge or binary download)."""
-    with target.open("rb") as f:
-        head = f.read(limit + 1)
+    head = handle.read(limit + 1)
     return head[:limit], len(head) > limit
 
 

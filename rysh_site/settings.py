@@ -241,6 +241,15 @@ RYSH_CHROMIUM = envstr("RYSH_CHROMIUM", shutil.which("chromium") or shutil.which
 RYSH_PROFILES_DIR = DATA_DIR / "profiles"  # persistent browser profiles, mode 0700
 RYSH_SCREENSHOTS_DIR = DATA_DIR / "screenshots"  # the filmstrip: one small JPEG per web step
 RYSH_VIDEOS_DIR = DATA_DIR / "videos"  # `record: true`
+# Result snapshots (runs/snapshots.py): every pass's result files, kept once per content.
+RYSH_SNAPSHOTS_DIR = Path(envstr("RYSH_SNAPSHOTS_DIR", str(DATA_DIR / "snapshots"))).resolve()
+# `manage.py prune_snapshots` keeps the last N runs' snapshots per recipe; 0 keeps them all.
+RYSH_SNAPSHOT_KEEP_RUNS = envint("RYSH_SNAPSHOT_KEEP_RUNS", 0, minimum=0)
+# A result file larger than this is listed in its snapshot (name, size) but not kept.
+RYSH_SNAPSHOT_FILE_MAX_BYTES = envint("RYSH_SNAPSHOT_FILE_MAX_BYTES", 64 * 1024 * 1024, minimum=0)
+# Re-judge (review): how many past passes at most, and the hard token ceiling of one re-judge.
+RYSH_REJUDGE_MAX_PASSES = envint("RYSH_REJUDGE_MAX_PASSES", 50, minimum=1)
+RYSH_REJUDGE_MAX_TOKENS = envint("RYSH_REJUDGE_MAX_TOKENS", 500_000, minimum=1000)
 RYSH_PAGE_TEXT_LIMIT = envint("RYSH_PAGE_TEXT_LIMIT", 20000, minimum=500)  # characters of a page read
 RYSH_BROWSER_TIMEOUT = envint("RYSH_BROWSER_TIMEOUT", 15, minimum=1)  # seconds per browser action
 RYSH_PROFILE_WAIT = envint("RYSH_PROFILE_WAIT", 60, minimum=0)  # seconds to wait for a busy profile

@@ -44,6 +44,13 @@ def redis_url():
     return REDIS_URL
 
 
+@pytest.fixture(autouse=True)
+def snapshots_root(settings, tmp_path):
+    """Result snapshots (runs/snapshots.py) of every test land in its own folder, never .data/."""
+    settings.RYSH_SNAPSHOTS_DIR = tmp_path / "snapshots"
+    return settings.RYSH_SNAPSHOTS_DIR
+
+
 # -- runs of task recipes on the scripted provider (shared by the runs and schedules tests) --
 
 SCRIPT = 'passes:\n  - task:\n      - text: Done.\n    judge: "YES\\nok"\n'

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from runs import views
+from runs import snapshots, views
 from runs.views import TEXT_VIEW_LIMIT
 from tests.runs.test_view_runs import client_for, finished, user_with  # noqa: F401 - a fixture
 
@@ -47,9 +47,19 @@ def reads(monkeypatch):
     return asked
 
 
+def saved(run, name: str, data: bytes, reads: list | None = None) -> None:
+    """A result file the run saved, kept in its last pass's snapshot as the engine keeps it
+    (the snapshot's own reads are not the viewer's)."""
+    (Path(run.output_dir) / name).write_bytes(data)
+    last = run.passes.order_by("-number").first()
+    last.snapshot_at = None
+    snapshots.snapshot_pass(last, Path(run.output_dir), since=None)
+    if reads is not None:
+        reads.clear()
+
+
 def test_it_shows_only_the_head_of_a_file_over_the_limit_and_says_it_was_cut(finished, reads):  # noqa: F811
-    big = Path(finished.output_dir) / "big.txt"
-    big.write_bytes(b"a" * TEXT_VIEW_LIMIT + b"TAIL-NEVER-SHOWN" * 100_000)  # ~2 MB
+    saved(finished, "big.txt", b"a" * TEXT_VIEW_LIMIT + b"TAIL-NEVER-SHOWN" * 100_000, reads)  # ~2 MB
     response = client_for(user_with("viewer")).get(f"/runs/{finished.pk}/files/big.txt")
     assert response.status_code == 200
     page = response.content.decode()
@@ -59,22 +69,20 @@ def test_it_shows_only_the_head_of_a_file_over_the_limit_and_says_it_was_cut(fin
 
 
 def test_a_file_within_the_limit_is_shown_whole_without_a_cut_note(finished, reads):  # noqa: F811
-    exact = Path(finished.output_dir) / "exact.txt"
-    exact.write_bytes(b"b" * (TEXT_VIEW_LIMIT - 3) + "é!".encode())  # exactly the limit
+    saved(finished, "exact.txt", b"b" * (TEXT_VIEW_LIMIT - 3) + "é!".encode(), reads)  # exactly the limit
     page = client_for(user_with("viewer")).get(f"/runs/{finished.pk}/files/exact.txt").content.decode()
     assert "The file is cut here" not in page and "é!" in page
     assert all(0 < size <= TEXT_VIEW_LIMIT + 1 for size in reads), reads
 
 
 def test_a_cut_inside_a_character_drops_it_rather_than_showing_garbage(finished):  # noqa: F811
-    split = Path(finished.output_dir) / "split.txt"
-    split.write_bytes(b"c" * (TEXT_VIEW_LIMIT - 1) + "é".encode() + b"more")  # é straddles the cut
+    saved(finished, "split.txt", b"c" * (TEXT_VIEW_LIMIT - 1) + "é".encode() + b"more")  # é straddles the cut
     page = client_for(user_with("viewer")).get(f"/runs/{finished.pk}/files/split.txt").content.decode()
     assert "The file is cut here" in page and "\ufffd" not in page
 
 
 def test_a_binary_result_is_offered_as_a_download_not_shown(finished):  # noqa: F811
-    (Path(finished.output_dir) / "shot.jpg").write_bytes(b"\xff\xd8\xff\xe0\0\x10JFIF\0" + b"\x80" * 5000)
+    saved(finished, "shot.jpg", b"\xff\xd8\xff\xe0\0\x10JFIF\0" + b"\x80" * 5000)
     client = client_for(user_with("viewer"))
     page = client.get(f"/runs/{finished.pk}/files/shot.jpg").content.decode()
     assert "This file is not text" in page and "JFIF" not in page
@@ -85,6 +93,8 @@ def test_a_binary_result_is_offered_as_a_download_not_shown(finished):  # noqa: 
 def test_read_head_reads_one_byte_past_the_limit_at_most(tmp_path, reads):
     target = tmp_path / "f.bin"
     target.write_bytes(b"x" * 100)
-    assert views._read_head(target, 10) == (b"x" * 10, True)
-    assert views._read_head(target, 100) == (b"x" * 100, False)
+    with target.open("rb") as handle:
+        assert views._read_head(handle, 10) == (b"x" * 10, True)
+    with target.open("rb") as handle:
+        assert views._read_head(handle, 100) == (b"x" * 100, False)
     assert reads == [11, 101]

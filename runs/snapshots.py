@@ -1,0 +1,259 @@
+"""Result snapshots (SPEC §10): when a pass ends, the result files its run saved are kept as that
+pass's snapshot. Each content is stored once, under RYSH_SNAPSHOTS_DIR/<sha[:2]>/<sha256>, so an
+unchanged 1 MB file costs nothing the second time; a PassResult row links a name to its content.
+
+The results folder is shared by a recipe's runs: a later run overwriting `results.md` changes the
+folder, never a snapshot. The run page, the file viewer, the report, the judge and re-judging
+read snapshots. `prune` drops the snapshots of runs beyond the retention setting and the contents
+nothing points at any more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from budgets.plan import JUDGE_RESULT_CAP_BYTES
+from runs.judge import REPORT_NAME
+from runs.models import Pass, PassResult, ResultBlob, Run, RunState
+
+CHUNK = 1024 * 1024
+
+
+def blob_path(sha256: str) -> Path:
+    return Path(settings.RYSH_SNAPSHOTS_DIR) / sha256[:2] / sha256
+
+
+def result_files(folder: Path, *, since: float | None = None) -> list[Path]:
+    """The run's result files in its folder: not the run report, not hidden files, and with
+    `since` (a POSIX time) only those modified from then on (the folder is the recipe's)."""
+    if not folder.is_dir():
+        return []
+    files = [p for p in folder.rglob("*") if p.is_file() and p.name != REPORT_NAME and not p.name.startswith(".")]
+    return [p for p in files if since is None or p.stat().st_mtime >= since]
+
+
+# -- taking a snapshot ---------------------------------------------------------------------------
+
+
+def snapshot_pass(run_pass: Pass, folder: Path, *, since: float | None) -> list[PassResult]:
+    """Keep the run's result files as `run_pass`'s snapshot, once: a pass already snapshotted
+    keeps what it has (immutable). Called when the pass ends, or when its run ends first."""
+    if run_pass.snapshot_at is not None:
+        return list(run_pass.results.all())
+    for attempt in range(2):
+        kept = [_keep(path, folder) for path in result_files(folder, since=since)]
+        try:
+            return _link(run_pass, kept)
+        except IntegrityError:  # a prune removed a content between keeping and linking: keep again
+            if attempt:
+                raise
+        finally:  # copies not moved into place (already stored, or the link failed)
+            for item in kept:
+                if item.staged is not None:
+                    item.staged.unlink(missing_ok=True)
+    return []  # unreachable
+
+
+@dataclass(frozen=True)
+class _Kept:
+    name: str
+    size: int
+    modified_at: datetime
+    sha256: str | None  # None: too large to keep
+    staged: Path | None  # a copy waiting to be moved into place
+
+
+def _keep(path: Path, folder: Path) -> _Kept:
+    """Copy the file aside while hashing it, so what is stored is exactly what was hashed even
+    if the agent (or another run) writes the file again meanwhile."""
+    stat = path.stat()
+    name = str(path.relative_to(folder))
+    modified = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
+    if stat.st_size > settings.RYSH_SNAPSHOT_FILE_MAX_BYTES:
+        return _Kept(name, stat.st_size, modified, None, None)
+    root = Path(settings.RYSH_SNAPSHOTS_DIR)
+    root.mkdir(parents=True, exist_ok=True)
+    digest, size = hashlib.sha256(), 0
+    fd, staged = tempfile.mkstemp(dir=root, prefix=".staged-")
+    with os.fdopen(fd, "wb") as out, path.open("rb") as source:
+        while chunk := source.read(CHUNK):
+            digest.update(chunk)
+            out.write(chunk)
+            size += len(chunk)
+    return _Kept(name, size, modified, digest.hexdigest(), Path(staged))
+
+
+def _link(run_pass: Pass, kept: list[_Kept]) -> list[PassResult]:
+    rows = []
+    with transaction.atomic():
+        for item in kept:
+            blob = _blob(item) if item.sha256 else None
+            rows.append(
+                PassResult(run_pass=run_pass, name=item.name, blob=blob, size=item.size, modified_at=item.modified_at)
+            )
+        # a worker that died mid-snapshot may have left rows: the snapshot is written whole
+        PassResult.objects.filter(run_pass=run_pass).delete()
+        PassResult.objects.bulk_create(rows)
+        run_pass.snapshot_at = timezone.now()
+        Pass.objects.filter(pk=run_pass.pk).update(snapshot_at=run_pass.snapshot_at)
+    return rows
+
+
+def _blob(item: _Kept) -> ResultBlob:
+    """The content's row, locked until the snapshot commits (a prune waits for it), and its file
+    in place: moved from the staged copy when absent, the copy dropped when already there."""
+    blob, _ = ResultBlob.objects.select_for_update().get_or_create(sha256=item.sha256, defaults={"size": item.size})
+    target = blob_path(blob.sha256)
+    if item.staged is not None and item.staged.exists():
+        if target.exists():
+            item.staged.unlink()
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(item.staged, target)
+    return blob
+
+
+def snapshot_unended_pass(run: Run) -> None:
+    """At a run's end: the last pass, when it never ended (an error, a stop mid-leg), is kept as
+    it stands, so every finished run has its results."""
+    if not run.output_dir:
+        return
+    last = run.passes.order_by("-number").first()
+    if last is not None and last.snapshot_at is None:
+        since = run.started_at.timestamp() - 1 if run.started_at else None
+        snapshot_pass(last, Path(run.output_dir), since=since)
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def has_snapshots(run: Run) -> bool:
+    return Pass.objects.filter(run=run, snapshot_at__isnull=False).exists()
+
+
+def run_snapshot_files(run: Run) -> list[PassResult]:
+    """Each file the run saved, as the newest snapshot holding it kept it: newest first."""
+    newest: dict[str, PassResult] = {}
+    rows = PassResult.objects.filter(run_pass__run=run).select_related("blob", "run_pass")
+    for row in rows.order_by("-run_pass__number"):
+        newest.setdefault(row.name, row)
+    return sorted(newest.values(), key=lambda r: (r.modified_at, r.name), reverse=True)
+
+
+def snapshot_file(run: Run, name: str, *, pass_number: int | None = None) -> PassResult | None:
+    """`name` as the run's newest snapshot (or pass `pass_number`'s) kept it."""
+    rows = PassResult.objects.filter(run_pass__run=run, name=name).select_related("blob", "run_pass")
+    if pass_number is not None:
+        rows = rows.filter(run_pass__number=pass_number)
+    return rows.order_by("-run_pass__number").first()
+
+
+def open_result(row: PassResult) -> BinaryIO | None:
+    """The kept content, or None when it was too large to keep or its file is gone."""
+    if row.blob is None:
+        return None
+    try:
+        return blob_path(row.blob.sha256).open("rb")
+    except FileNotFoundError:
+        return None
+
+
+def judged_result(run_pass: Pass) -> PassResult | None:
+    """The file the judge reads for this pass: its result file as the snapshot kept it, or the
+    snapshot's newest file."""
+    rows = run_pass.results.select_related("blob")
+    chosen = rows.filter(name=run_pass.result_file).first() if run_pass.result_file else None
+    return chosen or rows.order_by("-modified_at", "-name").first()
+
+
+def judge_input(run_pass: Pass) -> tuple[str, str] | None:
+    """(name, text) of the pass's judged result, read up to the judge's cap: what the judge (and
+    a re-judge) is sent. None when the pass kept no readable result."""
+    row = judged_result(run_pass)
+    handle = open_result(row) if row is not None else None
+    if handle is None:
+        return None
+    with handle:
+        data = handle.read(JUDGE_RESULT_CAP_BYTES)
+    return row.name, data.decode("utf-8", errors="replace")
+
+
+# -- retention -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pruned:
+    runs: int  # runs whose snapshots were dropped
+    files: int  # PassResult rows dropped
+    blobs: int  # contents removed (nothing pointed at them any more)
+    bytes_freed: int
+
+    def describe(self, *, dry_run: bool = False) -> str:
+        verb = "would prune" if dry_run else "pruned"
+        return (
+            f"{verb} the snapshots of {self.runs} run(s): {self.files} file(s); "
+            f"{'would free' if dry_run else 'freed'} {self.bytes_freed} bytes in {self.blobs} stored content(s)"
+        )
+
+
+def runs_to_prune(keep: int) -> list[int]:
+    """Finished runs beyond the newest `keep` per recipe that still hold snapshots (0: none)."""
+    if keep <= 0:
+        return []
+    finished = Run.objects.filter(state=RunState.FINISHED, snapshots_pruned_at__isnull=True).order_by(
+        "target", "-created_at", "-id"
+    )
+    seen: dict[str, int] = {}
+    chosen = []
+    for run_id, target in finished.values_list("id", "target"):
+        seen[target] = seen.get(target, 0) + 1
+        if seen[target] > keep:
+            chosen.append(run_id)
+    with_snapshots = set(
+        PassResult.objects.filter(run_pass__run_id__in=chosen).values_list("run_pass__run_id", flat=True)
+    )
+    return [run_id for run_id in chosen if run_id in with_snapshots]
+
+
+def prune(*, keep: int, dry_run: bool = False) -> Pruned:
+    """Drop the snapshots of each recipe's runs beyond the newest `keep` finished ones, then the
+    contents nothing points at any more (a content still in a kept snapshot stays)."""
+    run_ids = runs_to_prune(keep)
+    rows = PassResult.objects.filter(run_pass__run_id__in=run_ids)
+    files = rows.count()
+    if dry_run:
+        still = PassResult.objects.exclude(run_pass__run_id__in=run_ids).filter(blob=OuterRef("pk"))
+        orphans = ResultBlob.objects.exclude(Exists(still))
+        return Pruned(len(run_ids), files, orphans.count(), sum(orphans.values_list("size", flat=True)))
+    with transaction.atomic():
+        rows.delete()
+        Run.objects.filter(pk__in=run_ids).update(snapshots_pruned_at=timezone.now())
+    blobs, freed = _drop_orphans()
+    return Pruned(len(run_ids), files, blobs, freed)
+
+
+def _drop_orphans() -> tuple[int, int]:
+    """Remove each content no snapshot points at: its row under lock (a snapshot linking it at
+    the same moment waits, then makes it again), then its file."""
+    referenced = PassResult.objects.filter(blob=OuterRef("pk"))
+    count = freed = 0
+    for blob_id in ResultBlob.objects.exclude(Exists(referenced)).values_list("id", flat=True):
+        with transaction.atomic():
+            blob = ResultBlob.objects.select_for_update().filter(pk=blob_id).first()
+            if blob is None or PassResult.objects.filter(blob=blob).exists():
+                continue
+            blob.delete()
+            blob_path(blob.sha256).unlink(missing_ok=True)
+        count, freed = count + 1, freed + blob.size
+    return count, freed
