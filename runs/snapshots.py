@@ -52,7 +52,8 @@ def snapshot_pass(run_pass: Pass, folder: Path, *, since: float | None) -> list[
     if run_pass.snapshot_at is not None:
         return list(run_pass.results.all())
     for attempt in range(2):
-        kept = [_keep(path, folder) for path in result_files(folder, since=since)]
+        known = _earlier(run_pass)
+        kept = [_keep(path, folder, known) for path in result_files(folder, since=since)]
         try:
             return _link(run_pass, kept)
         except IntegrityError:  # a prune removed a content between keeping and linking: keep again
@@ -74,7 +75,16 @@ class _Kept:
     staged: Path | None  # a copy waiting to be moved into place
 
 
-def _keep(path: Path, folder: Path) -> _Kept:
+def _earlier(run_pass: Pass) -> dict[tuple[str, int, datetime], str]:
+    """What the run's earlier passes kept, by (name, size, modification time): a file untouched
+    since is linked again without being read."""
+    rows = PassResult.objects.filter(run_pass__run_id=run_pass.run_id, blob__isnull=False).exclude(run_pass=run_pass)
+    return {
+        (name, size, at): sha for name, size, at, sha in rows.values_list("name", "size", "modified_at", "blob__sha256")
+    }
+
+
+def _keep(path: Path, folder: Path, known: dict) -> _Kept:
     """Copy the file aside while hashing it, so what is stored is exactly what was hashed even
     if the agent (or another run) writes the file again meanwhile."""
     stat = path.stat()
@@ -82,6 +92,8 @@ def _keep(path: Path, folder: Path) -> _Kept:
     modified = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
     if stat.st_size > settings.RYSH_SNAPSHOT_FILE_MAX_BYTES:
         return _Kept(name, stat.st_size, modified, None, None)
+    if (name, stat.st_size, modified) in known:
+        return _Kept(name, stat.st_size, modified, known[(name, stat.st_size, modified)], None)
     root = Path(settings.RYSH_SNAPSHOTS_DIR)
     root.mkdir(parents=True, exist_ok=True)
     digest, size = hashlib.sha256(), 0
