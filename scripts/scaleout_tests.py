@@ -15,6 +15,7 @@ REDIS = os.environ.get("RYSH_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 TESTS = [
     "tests/runs/test_engine.py",
     "tests/runs/test_worker.py",
+    "tests/runs/test_snapshots.py",
     "tests/spend/test_quotas.py",
     "tests/test_scaleout.py",
 ]
