@@ -3,6 +3,7 @@ editor's check of a recipe text. Nothing here writes; reviews/services.py does."
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from django.db.models import Q, QuerySet
@@ -69,6 +70,15 @@ def change_request_theirs(change: ChangeRequest) -> str | None:
         return None
 
 
+_AT_LINE = re.compile(r"^\S+?:(\d+)(?::\d+)? (.+)$", re.S)
+
+
+def _located(warning: str) -> dict:
+    """A warning as the editor shows it: `file:12 until: …` becomes a link to line 12."""
+    found = _AT_LINE.match(warning)
+    return {"line": int(found[1]), "text": found[2]} if found else {"line": None, "text": warning}
+
+
 def recipe_text_check(text: str, *, kind: str, name: str, against: str | None = None) -> dict:
     """What the editor shows beside a text: its errors at their lines, or the plan preview,
     the warnings and (given the text it replaces) the cost delta."""
@@ -85,6 +95,6 @@ def recipe_text_check(text: str, *, kind: str, name: str, against: str | None = 
         "issues": [],
         "line_count": line_count,
         "preview": plan_lines(spec, plan, executor=executor, judge=judge),
-        "warnings": [*spec.warnings, *plan.warnings, *unfilled_placeholders(spec, None)],
+        "warnings": [_located(w) for w in (*spec.warnings, *plan.warnings, *unfilled_placeholders(spec, None))],
         "delta": plan_delta(against, text, kind=kind, name=name) if against is not None else None,
     }

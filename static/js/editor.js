@@ -3,20 +3,22 @@
   // The gutter numbers the textarea's lines and marks the ones the last check complained about.
   const text = document.getElementById("recipe-text");
   const gutter = document.getElementById("gutter");
-  function errors() {
+  function marked(attribute) {
     const found = {};
-    document.querySelectorAll("#validation [data-line]").forEach(function (a) {
-      found[a.dataset.line] = (found[a.dataset.line] ? found[a.dataset.line] + "\n" : "") + a.dataset.message;
+    document.querySelectorAll("#validation [" + attribute + "]").forEach(function (a) {
+      const n = a.getAttribute(attribute);
+      found[n] = (found[n] ? found[n] + "\n" : "") + a.dataset.message;
     });
     return found;
   }
   function paint() {
-    const bad = errors(), count = text.value.split("\n").length;
+    const bad = marked("data-line"), warned = marked("data-warn-line"), count = text.value.split("\n").length;
     gutter.replaceChildren();
     for (let n = 1; n <= count; n++) {
       const line = document.createElement("span");
       line.textContent = n;
       if (bad[n]) { line.className = "bad"; line.title = bad[n]; }
+      else if (warned[n]) { line.className = "warned"; line.title = warned[n]; }
       gutter.appendChild(line);
     }
     gutter.scrollTop = text.scrollTop;
@@ -33,8 +35,8 @@
   text.addEventListener("scroll", function () { gutter.scrollTop = text.scrollTop; });
   document.body.addEventListener("htmx:afterSwap", paint);
   document.addEventListener("click", function (event) {
-    const link = event.target.closest("#validation [data-line]");
-    if (link) { event.preventDefault(); jump(+link.dataset.line); }
+    const link = event.target.closest("#validation [data-line], #validation [data-warn-line]");
+    if (link) { event.preventDefault(); jump(+(link.dataset.line || link.dataset.warnLine)); }
   });
   paint();
 })();

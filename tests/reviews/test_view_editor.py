@@ -48,7 +48,9 @@ def test_the_live_check_warns_about_a_goal_the_judge_must_guess(editor):
     text = recipe_text().replace("until: The report exists.", "until: The report is written properly.")
     part = editor.post("/recipes/validate/", {"kind": "task", "name": "report", "text": text}).content.decode()
     assert "<strong>valid</strong>" in part  # a warning, never an error
-    assert "<li>report.md:11 loop.while.prompts.until: the goal names nothing the judge can count" in part
+    assert '<a href="#recipe-text" class="line" data-warn-line="11"' in part  # a link to its line
+    assert "line 11</a> loop.while.prompts.until: the goal names nothing the judge can count" in part
+    assert 'data-line="11"' not in part  # the gutter paints it as a warning, not an error
     assert "words the judge must guess: &quot;properly&quot;" in part
 
 
