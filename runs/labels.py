@@ -10,9 +10,9 @@ version, and the judge's record under the old one stays apart.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 
 from django.db import transaction
 from django.db.models import Max, Min
@@ -123,25 +123,28 @@ def judge_agreement(*, kind: str, name: str) -> list[AgreementRow]:
     if not labels:
         return []
     seen = _versions_seen(runs, kind)
-    run_ids = {label.run_pass.run_id for label in labels}
     armed = {
-        r["pk"]: r for r in Run.objects.filter(pk__in=run_ids).values("pk", "judge_model", "recipe_text", "recipe_path")
+        r["pk"]: (r["judge_model"], until_of(r["recipe_text"], r["recipe_path"], kind))
+        for r in Run.objects.filter(pk__in={label.run_pass.run_id for label in labels}).values(
+            "pk", "judge_model", "recipe_text", "recipe_path"
+        )
     }
     rows: dict[tuple[str, str], AgreementRow] = {}
     for label in labels:
-        run = armed[label.run_pass.run_id]
-        until = until_of(run["recipe_text"], run["recipe_path"], kind)
-        row = rows.get((run["judge_model"], until))
-        if row is None:
-            row = rows[run["judge_model"], until] = AgreementRow(run["judge_model"], until, *seen[until])
-        if label.judge_right:
-            row.agreed += 1
-            continue
-        row.disagreed += 1
-        number = label.run_pass.number
-        url = reverse("run_detail", args=[run["pk"]]) + f"#pass-{number}"
-        row.disagreed_links.append((url, f"#{run['pk']} pass {number}"))
+        key = armed[label.run_pass.run_id]
+        if key not in rows:
+            rows[key] = AgreementRow(*key, *seen[key[1]])
+        _count(rows[key], label)
     return sorted(rows.values(), key=lambda r: (-r.last_seen.timestamp(), r.judge_model))
+
+
+def _count(row: AgreementRow, label: VerdictLabel) -> None:
+    if label.judge_right:
+        row.agreed += 1
+        return
+    row.disagreed += 1
+    run_id, number = label.run_pass.run_id, label.run_pass.number
+    row.disagreed_links.append((reverse("run_detail", args=[run_id]) + f"#pass-{number}", f"#{run_id} pass {number}"))
 
 
 def _versions_seen(runs, kind: str) -> dict[str, tuple[datetime, datetime]]:
@@ -158,12 +161,25 @@ def _versions_seen(runs, kind: str) -> dict[str, tuple[datetime, datetime]]:
     return seen
 
 
-@lru_cache(maxsize=256)
+_UNTILS: dict[tuple[str, str, str], str] = {}  # (sha-256 of the armed text, path, kind) -> its until
+UNTILS_KEPT = 1024
+
+
 def until_of(text: str, path: str, kind: str) -> str:
-    """The `until:` goal in a run's armed text; the same text always gives the same answer, so
-    each is read once per process."""
+    """The `until:` goal in a run's armed text. The same text always gives the same answer, so
+    each is read once per process; kept by the text's hash, not the text (up to 256 KB each)."""
+    key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), path, kind)
+    until = _UNTILS.get(key)
+    if until is None:
+        if len(_UNTILS) >= UNTILS_KEPT:
+            _UNTILS.clear()  # crude, and enough: a recipe page reads a handful of texts
+        until = _UNTILS[key] = _read_until(text, path, kind)
+    return until
+
+
+def _read_until(text: str, path: str, kind: str) -> str:
     try:
         spec = parse_recipe(text, path=path, kind=kind)
-    except RecipeError:
+    except RecipeError:  # a text today's reader refuses (it changed since the run was armed)
         return UNREADABLE
     return (spec.loop_while.until or "").strip() or NO_GOAL

@@ -95,13 +95,17 @@ def test_it_clears_a_label_and_audits_it(judged, alice):
     assert entry.detail == {"pass": 1, "was": {"judge": "right", "note": "fine"}}
 
 
-def test_it_reads_the_until_a_run_was_armed_with():
-    until_of.cache_clear()
+def test_it_reads_the_until_a_run_was_armed_with(monkeypatch):
+    labels._UNTILS.clear()
+    reads = []
+    real = labels.parse_recipe
+    monkeypatch.setattr(labels, "parse_recipe", lambda *a, **k: reads.append(1) or real(*a, **k))
     assert until_of(armed("The list is done."), "job.md", "task") == "The list is done."
     assert until_of(armed(None), "job.md", "task") == labels.NO_GOAL
     assert until_of("---\nloop: [\n---\nx\n", "job.md", "task") == labels.UNREADABLE
-    until_of(armed("The list is done."), "job.md", "task")
-    assert until_of.cache_info().hits == 1  # the same text is read once
+    assert len(reads) == 3
+    assert until_of(armed("The list is done."), "job.md", "task") == "The list is done."
+    assert len(reads) == 3  # the same text is read once
 
 
 # -- the judge's agreement with people, on a hand-made table ------------------------------------------
