@@ -5,6 +5,8 @@ Action codes (`<entity>.<verb>`, short, stable: filters match them by prefix):
 - runs: `run.start`, `run.stop`, `run.cancel`, `run.continue`, `run.resume` (the target is the
   new run; `detail.resumes` names the old one), `run.land`, `run.grant`
 - approvals: `approval.approve`, `approval.reject` (the target is the run; `detail.approval`)
+- verdict labels: `verdict.label`, `verdict.unlabel` (the target is the run; `detail.pass`,
+  `detail.judge` right | wrong, `detail.note`, `detail.was`: the label it replaced)
 - browser profiles: `profile.delete`
 - schedules: `schedule.add`, `schedule.enable`, `schedule.disable`, `schedule.remove`
 - recipes and change requests: `recipe.save` (a change proposed — create, edit, rename,

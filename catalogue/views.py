@@ -25,6 +25,7 @@ from catalogue.spec import FOLDERS
 from catalogue.sync import recipes_sync
 from reviews.selectors import change_requests_open_count, change_requests_open_for_recipe
 from reviews.services import plan_delta, text_diff
+from runs.labels import judge_agreement
 from rysh_site.roles import require, user_can
 
 
@@ -91,6 +92,7 @@ def recipe_detail(request: HttpRequest, kind: str, name: str) -> HttpResponse:
             "prompt_html": render_markdown(spec.prompt) if spec else "",
             "versions": list(recipe_versions(recipe)),
             "runs": recipe_runs_recent(recipe),
+            "agreement": judge_agreement(kind=kind, name=name),
             "changes": change_requests_open_for_recipe(kind=kind, name=name),
             "broken_newest": recipe.latest_id and recipe.latest_id != recipe.good_id,
             "can_edit": user_can(request.user, "edit") and not recipe.archived,

@@ -5,7 +5,7 @@ id, swapped out of band, so a browser that reconnects (or misses a push) only ne
 latest one. Pages and pushes call the same functions here.
 
 The fragments depend on who looks only through a few permissions (READS: "operate" shows the
-buttons, "audit" the addresses in a run's audit lines), so they take those grants, not a user:
+buttons, "audit" the addresses in a run's audit lines, "label" the judge right / wrong forms), so they take those grants, not a user:
 the live hub renders once per page and set of grants and sends that HTML to every such socket.
 """
 
@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 from audit.selectors import audit_for_run
 from catalogue.markdown import render_markdown
 from runs import selectors
+from runs.labels import run_passes_labelled
 from runs.models import ApprovalState, Run
 from runs.report import render_report
 from runs.timeline import timeline_svg
@@ -35,7 +36,7 @@ NAV_FRAGMENT = "runs/shared/_nav_approvals.html"
 # the permissions each live page's fragments read; nothing else about the user reaches them
 READS = {
     "home": frozenset({"operate"}),
-    "run": frozenset({"operate", "audit"}),
+    "run": frozenset({"operate", "audit", "label"}),
     "approvals": frozenset({"operate"}),
     "nav": frozenset(),
 }
@@ -87,7 +88,7 @@ def nav_fragment() -> str:
 
 
 def run_context(run: Run, can: frozenset[str]) -> dict:
-    passes = selectors.run_passes(run)
+    passes = run_passes_labelled(run)  # each with its people's label (`p.label`)
     current = passes[-1] if passes else None
     pending, settled = selectors.spend_by_run([run])
     return {
@@ -102,6 +103,7 @@ def run_context(run: Run, can: frozenset[str]) -> dict:
         "audit": audit_for_run(run.pk),  # who did what to this run (runs/run_detail/_audit.html)
         "can_read_audit": "audit" in can,
         "can_operate": "operate" in can,
+        "can_label": "label" in can,
         "controls": selectors.controls_for(run),
         "quota_wait": selectors.quota_wait(run),
         "current": current,

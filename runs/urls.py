@@ -19,6 +19,7 @@ urlpatterns = [
     path("runs/<int:pk>/videos/<str:name>", views.run_video, name="run_video"),
     path("recipes/<str:kind>/<str:name>/run/", views.run_new, name="run_new"),
     path("recipes/<str:kind>/<str:name>/run/preview/", views.run_preview, name="run_preview"),
+    path("runs/<int:pk>/passes/<int:number>/label/", views.verdict_label, name="verdict_label"),
     path("history/", views.history, name="history"),
     path("history.csv", views.history_csv, name="history_csv"),
 ]

@@ -27,9 +27,9 @@ from catalogue.markdown import render_markdown
 from catalogue.models import Recipe
 from catalogue.selectors import recipe_args
 from catalogue.views import _get_recipe_for_user
-from runs import live, selectors, services, snapshots
+from runs import labels, live, selectors, services, snapshots
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
-from runs.models import Approval, PassResult, Run, Step
+from runs.models import Approval, Pass, PassResult, Run, Step
 from runs.report import plan_lines_from_snapshot
 from rysh_site.csv_export import csv_writer
 from rysh_site.paths import UnsafePath, safe_child
@@ -458,3 +458,34 @@ def history_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     response = StreamingHttpResponse(_csv_rows(selectors.run_history(**form.cleaned_data)), content_type="text/csv")
     response["Content-Disposition"] = 'attachment; filename="rysh-history.csv"'
     return response
+
+
+# -- verdict labels (issue 12): people say whether the judge was right ---------------------------
+
+
+@login_required
+@require_POST
+@vary_on_headers("HX-Request")
+def verdict_label(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    """`judge` = right | wrong (with an optional `note`), or clear. Operators, editors, admins."""
+    run = _get_run_for_user(request, pk, "label")
+    run_pass = get_object_or_404(Pass, run=run, number=number)
+    judge = request.POST.get("judge", "")
+    try:
+        messages.success(request, _label(run_pass, judge, request.POST.get("note", ""), request.user))
+    except labels.LabelRefused as exc:
+        messages.error(request, str(exc))
+    if not request.htmx:  # the page works without JS: back to the pass's row
+        return redirect(reverse("run_detail", args=[run.pk]) + f"#pass-{number}")
+    return render(request, "runs/run_detail/_control_answer.html", live.run_context(run, live.grants(request.user)))
+
+
+def _label(run_pass: Pass, judge: str, note: str, user) -> str:
+    where = f"pass {run_pass.number} of run #{run_pass.run_id}"
+    if judge == "clear":
+        cleared = labels.verdict_label_clear(run_pass=run_pass, user=user)
+        return f"{where}: label removed" if cleared else f"{where} had no label"
+    if judge not in ("right", "wrong"):
+        raise labels.LabelRefused("say whether the judge was right or wrong")
+    labels.verdict_label_set(run_pass=run_pass, judge_right=judge == "right", note=note, user=user)
+    return f"{where}: judge {judge}"

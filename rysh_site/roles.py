@@ -14,6 +14,7 @@ NEEDS = {
     "review": {"editor", "admin"},
     "admin": {"admin"},
     "audit": {"operator", "admin"},  # the audit log names people and their addresses: not for viewers
+    "label": {"operator", "editor", "admin"},  # say whether the judge was right on a pass
 }
 
 

@@ -1,8 +1,10 @@
 import pytest
+from django.contrib.auth.models import User
 
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.sync import recipes_sync
 from tests.recipes_git import BROKEN, login, make_user, recipe_text, work  # noqa: F401
+from tests.runs.test_labels import label, make_run
 
 pytestmark = pytest.mark.django_db
 HOSTILE = "<script>alert(1)</script>"
@@ -80,3 +82,26 @@ def test_it_shows_archived_recipes_with_their_history(viewer, work):
     page = viewer.get("/recipes/web/scout/").content.decode()
     assert "was deleted from the repository" in page
     assert Recipe.objects.get(name="scout").archived
+
+
+def test_it_says_where_to_label_when_no_verdict_is_labelled(viewer, work):
+    recipes_sync()
+    page = viewer.get("/recipes/task/report/").content.decode()
+    assert "Judge vs people" in page
+    assert "No verdict has been labelled yet" in page and "judge wrong" in page
+    assert 'id="judge-agreement"' not in page
+
+
+def test_it_shows_the_judges_agreement_with_people(viewer, work):
+    recipes_sync()
+    alice = User.objects.create_user("alice", password="x")
+    goal = f"Done {HOSTILE}"
+    a = make_run(until=f"'{goal}'", judge="haiku", on=1, verdicts=["NO", "YES", "YES"], name="report")
+    for number, right in ((1, False), (2, True), (3, True)):
+        label(a, number, right, alice)
+    page = viewer.get("/recipes/task/report/").content.decode()
+    assert 'id="judge-agreement"' in page and "No verdict has been labelled yet" not in page
+    assert "<td>3</td><td>2</td><td>1</td><td>67%</td>" in page
+    assert f'<a href="/runs/{a.pk}/#pass-1">#{a.pk} pass 1</a>' in page
+    assert "2026-11-01 – 2026-11-01" in page
+    assert HOSTILE not in page and "Done &lt;script&gt;alert(1)&lt;/script&gt;" in page
