@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -263,6 +264,21 @@ def rejudge_execute(rejudge_id: int, *, model: ModelPort | None = None) -> Rejud
     Rejudge.objects.filter(pk=rejudge.pk).update(state=RejudgeState.FINISHED, cause=cause, ended_at=timezone.now())
     rejudge.refresh_from_db()
     return rejudge
+
+
+def rejudges_sweep_lost(*, now=None) -> list[str]:
+    """Finish the re-judges whose worker died: running longer than every call could take.
+    Their calls already made are in the ledger; the quota they held stays counted (never less)."""
+    now = now or timezone.now()
+    said = []
+    for rejudge in Rejudge.objects.filter(state=RejudgeState.RUNNING, started_at__isnull=False):
+        if now - rejudge.started_at < timedelta(seconds=CALL_SECONDS * (rejudge.items.count() + 1)):
+            continue
+        if Rejudge.objects.filter(pk=rejudge.pk, state=RejudgeState.RUNNING).update(
+            state=RejudgeState.FINISHED, cause="error: worker lost", ended_at=now
+        ):
+            said.append(f"re-judge #{rejudge.pk}: worker lost")
+    return said
 
 
 def _judge_all(rejudge: Rejudge, model: ModelPort | None) -> str:

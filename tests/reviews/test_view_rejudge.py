@@ -143,3 +143,20 @@ def test_it_says_when_there_is_nothing_to_rejudge(fake_anthropic, grace, linus):
     page = linus.get(f"/changes/{change.pk}/").content.decode()
     assert "No judged pass of <code>task/report</code> has a saved result yet" in page
     assert "Re-judge 0" not in page
+
+
+def test_a_new_judge_model_alone_is_a_judge_change_too(db):
+    from reviews.selectors import change_request_judge_change
+
+    base = recipe_text()
+    other = base.replace("prompts:", "judge_model: claude-sonnet-4-6\n    prompts:")
+    change = ChangeRequest(kind="task", name="report", base_text=base, proposed_text=other)
+    found = change_request_judge_change(change)
+    assert found is not None and (found.until_changed, found.judge_changed) == (False, True)
+    assert found.judge_after == "claude-sonnet-4-6"
+    assert (
+        change_request_judge_change(ChangeRequest(kind="task", name="report", base_text=base, proposed_text=base))
+        is None
+    )
+    broken = ChangeRequest(kind="task", name="report", base_text=base, proposed_text="---\nloop: 3\n---\nx\n")
+    assert change_request_judge_change(broken) is None

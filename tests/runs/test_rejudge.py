@@ -174,3 +174,18 @@ def test_offline_it_replays_the_scripts_judge_and_says_so(tmp_path, settings, mo
     assert done.cause == "done" and done.cost in (None, Decimal(0))
     assert [(i.run_pass.number, i.new_verdict) for i in done.items.all()] == [(2, "YES"), (1, "NO")]
     assert rj.provider_label(done.provider) == "offline scripted judge"
+
+
+def test_the_sweeper_finishes_a_rejudge_whose_worker_died(fake_anthropic, history):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    rejudge = start(n=2)
+    started = timezone.now() - timedelta(minutes=10)
+    Rejudge.objects.filter(pk=rejudge.pk).update(state=RejudgeState.RUNNING, started_at=started)
+    assert rj.rejudges_sweep_lost(now=started + timedelta(minutes=14)) == []  # 2 calls + 1 could still be going
+    assert rj.rejudges_sweep_lost(now=started + timedelta(minutes=16)) == [f"re-judge #{rejudge.pk}: worker lost"]
+    rejudge.refresh_from_db()
+    assert (rejudge.state, rejudge.cause) == (RejudgeState.FINISHED, "error: worker lost")
+    assert rj.rejudge_execute(rejudge.pk) is None
