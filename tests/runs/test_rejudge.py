@@ -189,3 +189,47 @@ def test_the_sweeper_finishes_a_rejudge_whose_worker_died(fake_anthropic, histor
     rejudge.refresh_from_db()
     assert (rejudge.state, rejudge.cause) == (RejudgeState.FINISHED, "error: worker lost")
     assert rj.rejudge_execute(rejudge.pk) is None
+
+
+OFFLINE_SCRIPT = """passes:
+  - task:
+      - text: Saving.
+        tool_calls: [{name: save_result, input: {filename: list.md, content: "PARTIAL: two books"}}]
+      - text: Done.
+    judge: "NO\\nonly two books"
+  - task:
+      - text: Saving.
+        tool_calls: [{name: save_result, input: {filename: list.md, content: "five books"}}]
+      - text: Done.
+    judge: "YES\\nfive books"
+"""
+
+
+def test_offline_a_real_scripted_runs_snapshots_are_rejudged(recipe_file, monkeypatch):
+    from runs import services, worker
+    from runs.wiring import arm_run
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    path = recipe_file(
+        "---\nloop:\n  while:\n    max_iterations: 2\n    prompts:\n      until: list.md has 5 books\n---\nList books.\n"
+    )
+    path.with_name("job.script.yaml").write_text(OFFLINE_SCRIPT)
+    run = services.run_start(kind="task", name_or_path=str(path), args=[], provider="scripted")
+    worker.execute(run.pk, arm_run)
+    run.refresh_from_db()
+    assert run.cause == "fulfilled" and run.passes.filter(snapshot_at__isnull=False).count() == 2
+    rejudge = rj.rejudge_start(
+        kind="task", name="job", until="list.md has 3 books", judge_model="x", n=10, enqueue=False
+    )
+    assert (rejudge.provider, rejudge.judge_model, rejudge.script_path) == (
+        "scripted",
+        "scripted-demo",
+        str(path.with_name("job.script.yaml")),
+    )
+    done = rj.rejudge_execute(rejudge.pk)
+    items = list(done.items.all())
+    assert [(i.run_pass.number, i.result_name, i.old_verdict, i.new_verdict) for i in items] == [
+        (2, "list.md", "YES", "YES"),
+        (1, "list.md", "NO", "NO"),
+    ]
+    assert done.cause == "done" and done.cost in (None, Decimal(0)) and done.tokens_counted > 0
