@@ -27,6 +27,7 @@ from django_q.tasks import async_task
 from agents.ports import ModelError, ModelPort, ModelRequest, Usage
 from agents.providers import ProviderError, choose_provider, model_for, preflight_anthropic
 from agents.scripted import ScriptError
+from audit.services import audit_record
 from budgets.guard import clamp_max_tokens, input_bound
 from budgets.plan import JUDGE_MAX_TOKENS
 from budgets.prices import cost as price_cost
@@ -236,6 +237,16 @@ def rejudge_start(
                 )
                 for i, c in enumerate(estimate.candidates, start=1)
             ]
+        )
+        audit_record(
+            actor=user,
+            action="rejudge.start",
+            target=rejudge,
+            detail={
+                "passes": len(estimate.candidates),
+                "budget_tokens": estimate.budget_tokens,
+                "change": getattr(change_request, "pk", None),
+            },
         )
         if enqueue:
             transaction.on_commit(lambda: enqueue_rejudge(rejudge.pk))

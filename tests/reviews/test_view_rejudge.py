@@ -5,6 +5,7 @@ import re
 import pytest
 from django.test import Client
 
+from audit.models import AuditEntry
 from catalogue.sync import recipes_sync
 from reviews.models import ChangeRequest
 from runs import rejudge as rj
@@ -80,6 +81,8 @@ def test_it_shows_the_estimate_then_the_delta_table(fake_anthropic, grace, linus
     assert response.status_code == 302 and response["Location"].endswith(f"/changes/{change.pk}/#rejudge")
     rejudge = Rejudge.objects.get()
     assert (rejudge.change_request, rejudge.requested_by.username, rejudge.cause) == (change, "linus", "done")
+    audit = AuditEntry.objects.get(action="rejudge.start")
+    assert (audit.actor_name, audit.target_id, audit.detail["change"]) == ("linus", str(rejudge.pk), change.pk)
     page = linus.get(f"/changes/{change.pk}/").content.decode()
     assert "1 of 3 verdicts flip; with people: the new judge agrees on 1, disagrees on 1 (of 2 labelled passes)" in page
     assert page.count('<tr class="flipped">') == 1
