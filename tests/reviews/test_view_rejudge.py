@@ -105,6 +105,9 @@ def test_it_polls_while_queued_and_stops_when_finished(fake_anthropic, grace, li
     execute_rejudge(rejudge.pk)
     part = linus.get(f"/changes/{change.pk}/rejudge/{rejudge.pk}/").content.decode()
     assert "hx-trigger" not in part and "finished — done" in part and "verdicts flip" in part
+    other = propose(grace, goal="The report has a title.")
+    assert linus.get(f"/changes/{other.pk}/rejudge/{rejudge.pk}/").status_code == 404  # not this change's
+    assert Client().get(f"/changes/{change.pk}/rejudge/{rejudge.pk}/").status_code == 302  # log in first
 
 
 def test_a_viewer_sees_results_but_cannot_press(fake_anthropic, grace, linus, history, queued):
