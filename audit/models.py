@@ -4,6 +4,8 @@ Action codes (`<entity>.<verb>`, short, stable: filters match them by prefix):
 
 - runs: `run.start`, `run.stop`, `run.cancel`, `run.continue`, `run.resume` (the target is the
   new run; `detail.resumes` names the old one), `run.land`, `run.grant`
+- re-judges: `rejudge.start` (a proposed judge over past results; `detail.change` when from a
+  change request)
 - approvals: `approval.approve`, `approval.reject` (the target is the run; `detail.approval`)
 - verdict labels: `verdict.label`, `verdict.unlabel` (the target is the run; `detail.pass`,
   `detail.judge` right | wrong, `detail.note`, `detail.was`: the label it replaced)

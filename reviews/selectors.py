@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
 
@@ -98,3 +99,41 @@ def recipe_text_check(text: str, *, kind: str, name: str, against: str | None = 
         "warnings": [_located(w) for w in (*spec.warnings, *plan.warnings, *unfilled_placeholders(spec, None))],
         "delta": plan_delta(against, text, kind=kind, name=name) if against is not None else None,
     }
+
+
+@dataclass(frozen=True)
+class JudgeChange:
+    """What a change request does to the judge: its goal and model before and after."""
+
+    until_before: str
+    until_after: str
+    judge_before: str
+    judge_after: str
+
+    @property
+    def until_changed(self) -> bool:
+        return self.until_before != self.until_after
+
+    @property
+    def judge_changed(self) -> bool:
+        return self.judge_before != self.judge_after
+
+
+def _judge_of(text: str, *, kind: str, name: str) -> tuple[str, str] | None:
+    try:
+        spec = parse_recipe(text, path=f"{name}.md", kind=kind, name=name)
+    except RecipeError:
+        return None
+    return (spec.loop_while.until or "").strip(), models_for(spec)[1]
+
+
+def change_request_judge_change(change: ChangeRequest) -> JudgeChange | None:
+    """The judge's goal or model changed from the base text to the proposed one (both valid,
+    the new one with a goal): then past verdicts can be re-judged. None otherwise."""
+    if not change.base_text or not change.proposed_text:
+        return None
+    before = _judge_of(change.base_text, kind=change.kind, name=change.name)
+    after = _judge_of(change.proposed_text, kind=change.kind, name=change.new_name or change.name)
+    if before is None or after is None or before == after or not after[0]:
+        return None
+    return JudgeChange(before[0], after[0], before[1], after[1])

@@ -15,4 +15,6 @@ urlpatterns = [
     path("changes/<int:pk>/approve/", review.change_approve, name="change_approve"),
     path("changes/<int:pk>/request-changes/", review.change_request_changes, name="change_request_changes"),
     path("changes/<int:pk>/close/", review.change_close, name="change_close"),
+    path("changes/<int:pk>/rejudge/", review.change_rejudge, name="change_rejudge"),
+    path("changes/<int:pk>/rejudge/<int:rejudge_id>/", review.change_rejudge_status, name="change_rejudge_status"),
 ]

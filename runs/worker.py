@@ -19,6 +19,7 @@ from runs import events
 from runs.engine import Engine, finish_run
 from runs.ledger import settle_pending_steps
 from runs.models import Run, RunState
+from runs.rejudge import rejudge_execute, rejudges_sweep_lost
 from runs.report import write_report
 from runs.services import enqueue_run, runs_sweep_lost
 from runs.wiring import arm_run
@@ -36,11 +37,17 @@ def execute_run(run_id: int) -> None:
     execute(run_id, arm_run)
 
 
+def execute_rejudge(rejudge_id: int) -> None:
+    """django-q2 entry point: run a queued re-judge (its own claim keeps it to one worker)."""
+    drop_dead_connection()
+    rejudge_execute(rejudge_id)
+
+
 def sweep_lost_runs() -> list[str]:
     """django-q2 entry point of the every-minute sweeper schedule; it also continues the runs
     paused on a quota whose window rolled over meanwhile."""
     drop_dead_connection()
-    return runs_sweep_lost() + requeue_stranded_runs() + quota_wake()
+    return runs_sweep_lost() + requeue_stranded_runs() + quota_wake() + rejudges_sweep_lost()
 
 
 def drop_dead_connection() -> None:

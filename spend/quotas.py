@@ -107,10 +107,12 @@ def spent_since(quota: Quota, start) -> tuple[int, int]:
     """Counted tokens and micro-dollars the ledger settled in `quota`'s scope since `start`.
     A call counted at its reservation (its worker died) is priced at the dearest rate."""
     entries = LedgerEntry.objects.filter(created_at__gte=start)
-    if quota.scope == Scope.RECIPE:
-        entries = entries.filter(run__target=quota.target)
-    elif quota.scope == Scope.USER:
-        entries = entries.filter(run__user_id=quota.user_id)
+    if quota.scope == Scope.RECIPE:  # a re-judge's calls (run=None) count for the recipe re-judged
+        entries = entries.filter(Q(run__target=quota.target) | Q(run__isnull=True, rejudge__target=quota.target))
+    elif quota.scope == Scope.USER:  # ... and for the person who asked for it
+        entries = entries.filter(
+            Q(run__user_id=quota.user_id) | Q(run__isnull=True, rejudge__requested_by_id=quota.user_id)
+        )
     tokens, micros = 0, 0
     for row in entries.values("model", "estimated").annotate(tokens=Sum("counted_tokens"), cost=Sum("cost")):
         tokens += row["tokens"] or 0
@@ -146,6 +148,58 @@ def take(step, quotas: list[Quota], *, model: str, tokens: int, now=None) -> Non
             raise QuotaRefused(quota, tokens=tokens, micros=micros)
         QuotaHold.objects.create(step=step, quota=quota, tokens=tokens, micros=micros or 0)
         step.held_quotas.append(quota.pk)
+
+
+@dataclass(frozen=True)
+class DirectHold:
+    """A reservation taken without a step (a re-judge's call): kept in memory, not as a
+    QuotaHold row, so a worker that dies mid-call leaves it counted as used (never less)."""
+
+    quota_id: int
+    window_start: object
+    tokens: int
+    micros: int
+
+
+def take_direct(quotas: list[Quota], *, model: str, tokens: int, now=None) -> list[DirectHold]:
+    """Reserve `tokens` from every quota that applies by the same conditional UPDATE as take(),
+    counted at once as used; settle_direct() corrects it to the real usage. QuotaRefused when
+    one has no room (the ones already taken are given back)."""
+    taken: list[DirectHold] = []
+    micros = reservation_micros(tokens, micros_per_token(model))
+    try:
+        for quota in quotas:
+            quota = current(quota, now)
+            if quota.micros is not None and micros is None:
+                raise QuotaRefused(quota, tokens=tokens, micros=None)
+            fits = Q(pk=quota.pk, window_start=quota.window_start)
+            if quota.tokens is not None:
+                fits &= Q(tokens__gte=F("used_tokens") + F("reserved_tokens") + tokens)
+            if quota.micros is not None:
+                fits &= Q(micros__gte=F("used_micros") + F("reserved_micros") + micros)
+            if (
+                Quota.objects.filter(fits).update(
+                    used_tokens=F("used_tokens") + tokens, used_micros=F("used_micros") + (micros or 0)
+                )
+                != 1
+            ):
+                quota.refresh_from_db()
+                raise QuotaRefused(quota, tokens=tokens, micros=micros)
+            taken.append(DirectHold(quota.pk, quota.window_start, tokens, micros or 0))
+    except QuotaRefused:
+        settle_direct(taken, tokens=0, cost=None)
+        raise
+    return taken
+
+
+def settle_direct(held: list[DirectHold], *, tokens: int, cost: Decimal | None) -> None:
+    """The real usage in place of the reservation, in the window it was taken in (a window
+    that rolled over meanwhile recounted from the ledger)."""
+    for hold in held:
+        Quota.objects.filter(pk=hold.quota_id, window_start=hold.window_start).update(
+            used_tokens=F("used_tokens") + tokens - hold.tokens,
+            used_micros=F("used_micros") + (to_micros(cost) or 0) - hold.micros,
+        )
 
 
 def settle(step, *, tokens: int | None = None, cost: Decimal | None = None) -> bool:

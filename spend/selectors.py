@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Count, F, Q, QuerySet, Sum
-from django.db.models.functions import Trunc
+from django.db.models import Case, CharField, Count, F, Q, QuerySet, Sum, Value, When
+from django.db.models.functions import Coalesce, Concat, Trunc
 
 from budgets.prices import PRICES, Price, format_money, price_key
 from budgets.quota import DAY, MONTH, ROLLING, from_micros, window_end
@@ -28,8 +28,19 @@ from spend.prices import FREE_MODELS, price_table
 from spend.quotas import current
 from spend.services import QUOTA_PAUSE
 
-BY = {"recipe": "run__target", "person": "run__user__username"}
 NOBODY = "(nobody)"  # runs no person started (the CLI without a user)
+REJUDGE = "(re-judge)"  # a re-judge's calls (no run) whose re-judge was deleted
+# who spent: a run's recipe or person; a re-judge's calls (run=None) show as "re-judge of kind/name"
+# and count for the person who asked for it
+BY = {
+    "recipe": Case(
+        When(run__isnull=False, then=F("run__target")),
+        When(rejudge__isnull=False, then=Concat(Value("re-judge of "), F("rejudge__target"))),
+        default=Value(REJUDGE),
+        output_field=CharField(),
+    ),
+    "person": Coalesce(F("run__user__username"), F("rejudge__requested_by__username")),
+}
 OTHER = "other"
 TOP = 6  # series in the chart: the biggest spenders, then "other"
 WINDOW_ORDER = {DAY: 0, MONTH: 1, ROLLING: 2}  # the home page shows the shortest calendar window
@@ -52,7 +63,7 @@ def spend_rows(*, by: str, period: str, since: date, until: date) -> list[dict]:
     none was priced); `unpriced` counts the tokens of calls whose model had no price."""
     entries = LedgerEntry.objects.filter(created_at__gte=start_of(since), created_at__lt=start_of(until + timedelta(1)))
     rows = (
-        entries.annotate(bucket=Trunc("created_at", period, tzinfo=zone()), who=F(BY[by]))
+        entries.annotate(bucket=Trunc("created_at", period, tzinfo=zone()), who=BY[by])
         .values("bucket", "who")
         .annotate(
             # before `cost`, which would shadow the field of the same name

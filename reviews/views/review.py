@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from catalogue.repo import RepoError
@@ -15,6 +17,7 @@ from reviews.models import OPEN_STATES, ChangeAction, ChangeRequest, ChangeState
 from reviews.selectors import (
     change_request_approvals,
     change_request_comments,
+    change_request_judge_change,
     change_request_list,
     change_request_revisers,
 )
@@ -26,6 +29,16 @@ from reviews.services import (
     change_request_request_changes,
     plan_delta,
     text_diff,
+)
+from runs.models import Rejudge
+from runs.rejudge import (
+    SCRIPTED_NOTE,
+    RejudgeRefused,
+    provider_label,
+    rejudge_delta,
+    rejudge_estimate,
+    rejudge_start,
+    rejudges_for_change,
 )
 from rysh_site.roles import require, user_can
 from spend.outlook import schedule_outlook
@@ -86,8 +99,96 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and change.is_open
             and change.action != ChangeAction.DELETE,
             "can_close": (is_author or user_can(user, "admin")) and user_can(user, "edit") and change.is_open,
+            **_rejudge_context(request, change),
         },
     )
+
+
+# -- re-judge: the proposed judge over past results ------------------------------------------------
+
+REJUDGE_DEFAULT_N = 10
+
+
+def _n_from(value: str | None) -> int:
+    try:
+        n = int(value or REJUDGE_DEFAULT_N)
+    except ValueError:
+        n = REJUDGE_DEFAULT_N
+    return max(1, min(n, settings.RYSH_REJUDGE_MAX_PASSES))
+
+
+def _rejudge_context(request: HttpRequest, change: ChangeRequest) -> dict:
+    """The Re-judge section: offered when the change edits the judge's goal or model, with the
+    estimate for the N asked for, and the latest re-judge's delta (older ones listed)."""
+    judge_change = change_request_judge_change(change)
+    rejudges = rejudges_for_change(change)
+    if judge_change is None and not rejudges:
+        return {}
+    n = _n_from(request.GET.get("n"))
+    context = {
+        "judge_change": judge_change,
+        "rejudge_n": n,
+        "rejudge_max_n": settings.RYSH_REJUDGE_MAX_PASSES,
+        "can_rejudge": judge_change is not None and change.is_open and user_can(request.user, "review"),
+        "older_rejudges": rejudges[1:],
+        **_rejudge_parts(change, rejudges[0] if rejudges else None),
+    }
+    if judge_change is not None:
+        try:
+            context["estimate"] = rejudge_estimate(
+                kind=change.kind,
+                name=change.name,
+                until=judge_change.until_after,
+                judge_model=judge_change.judge_after,
+                n=n,
+            )
+        except RejudgeRefused as exc:
+            context["rejudge_refused"] = str(exc)
+        context["scripted_note"] = SCRIPTED_NOTE
+    return context
+
+
+def _rejudge_parts(change: ChangeRequest, rejudge: Rejudge | None) -> dict:
+    return {
+        "change": change,
+        "rejudge": rejudge,
+        "rejudge_provider": provider_label(rejudge.provider) if rejudge else "",
+        "delta": rejudge_delta(rejudge) if rejudge and rejudge.state != "queued" else None,
+    }
+
+
+@login_required
+@require_POST
+def change_rejudge(request: HttpRequest, pk: int) -> HttpResponse:
+    change = _get_change_for_user(request, pk)
+    require(request.user, "review")
+    judge_change = change_request_judge_change(change)
+    if judge_change is None or not change.is_open:
+        messages.error(request, "Nothing to re-judge: this change does not change the judge's goal or model.")
+        return redirect("change_detail", pk=change.pk)
+    try:
+        rejudge_start(
+            kind=change.kind,
+            name=change.name,
+            until=judge_change.until_after,
+            judge_model=judge_change.judge_after,
+            n=_n_from(request.POST.get("n")),
+            user=request.user,
+            change_request=change,
+        )
+    except RejudgeRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Re-judge queued: a worker judges the past results with the proposed judge.")
+    return redirect(reverse("change_detail", args=[change.pk]) + "#rejudge")
+
+
+@login_required
+def change_rejudge_status(request: HttpRequest, pk: int, rejudge_id: int) -> HttpResponse:
+    """The re-judge's part of the page, for htmx to poll while it runs."""
+    change = _get_change_for_user(request, pk)
+    rejudge = get_object_or_404(Rejudge, pk=rejudge_id, change_request=change)
+    return render(request, "reviews/_rejudge_result.html", _rejudge_parts(change, rejudge))
 
 
 @login_required

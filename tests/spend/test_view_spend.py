@@ -154,3 +154,40 @@ def test_the_home_page_s_pushes_do_not_read_quotas(viewer):
     quota_set(scope="installation", window="day", tokens=200_000, dollars=None)
     response = viewer.get("/", HTTP_HX_REQUEST="true")  # the live sections only
     assert response.status_code == 200 and 'id="home-quota"' not in response.content.decode()
+
+
+def test_it_shows_a_rejudges_calls_as_their_own_row_and_counts_them_in_quotas(viewer, spent):
+    from runs.models import Rejudge
+    from spend.quotas import spent_since
+
+    alice, _ = spent
+    rejudge = Rejudge.objects.create(
+        target="task/notes", until="x", judge_model="claude-haiku-4-5", provider="anthropic", requested=1,
+        budget_tokens=5_000, requested_by=alice,
+    )  # fmt: skip
+    LedgerEntry.objects.create(
+        run=None, rejudge=rejudge, pass_number=0, purpose="rejudge", model="claude-haiku-4-5", counted_tokens=3_000,
+        cost="0.02",
+    )  # fmt: skip
+    orphan = Rejudge.objects.create(
+        target="web/shop", until="x", judge_model="m", provider="anthropic", requested=1, budget_tokens=1
+    )
+    LedgerEntry.objects.create(
+        run=None, rejudge=orphan, pass_number=0, purpose="rejudge", model="m", counted_tokens=500
+    )  # fmt: skip
+    orphan.delete()  # its ledger entry stays, with neither a run nor a re-judge
+    today = timezone.localdate().isoformat()
+    rows = csv_rows(viewer.get("/spend.csv"))
+    assert [today, "re-judge of task/notes", "3000", "0", "0.020000", "0", "1"] in rows
+    assert [today, "(re-judge)", "500", "0", "", "500", "1"] in rows
+    assert [today, "task/notes", "22000", "2200", "0.150000", "7000", "3"] in rows  # runs' rows unchanged
+    by_person = csv_rows(viewer.get("/spend.csv?by=person"))
+    assert [today, "alice", "25000", "2200", "0.170000", "7000", "4"] in by_person
+    page = viewer.get("/spend/").content.decode()
+    assert "re-judge of task/notes" in page
+    start = timezone.now() - timedelta(hours=1)
+    recipe = quota_set(scope="recipe", target="task/notes", window="day", tokens=10**6, dollars=None)
+    person = quota_set(scope="user", user=alice, window="day", tokens=10**6, dollars=None)
+    assert spent_since(recipe, start)[0] == 15_000 + 7_000 + 3_000
+    assert spent_since(person, start)[0] == 15_000 + 7_000 + 3_000
+    assert spent_since(Quota(scope="installation"), start)[0] == 22_000 + 20_000 + 3_000 + 500

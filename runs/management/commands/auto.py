@@ -23,10 +23,10 @@ from budgets.plan import resolve
 from budgets.units import format_tokens, parse_duration, parse_tokens
 from catalogue.checks import extra_issues
 from catalogue.plan_report import models_for, plan_lines
-from catalogue.recipe import RecipeError, load_recipe, unfilled_placeholders
+from catalogue.recipe import RecipeError, load_recipe, parse_recipe, unfilled_placeholders
 from catalogue.spec import Kind
 from catalogue.workdir import find_recipe
-from runs import services
+from runs import rejudge, services
 from runs.judge import REPORT_NAME
 from runs.models import ACTIVE_STATES, Run, RunEvent, RunState
 from runs.selectors import live_rows
@@ -51,6 +51,7 @@ ACTIONS = [
     "reject",
     "schedule",
     "profile",
+    "rejudge",
 ]
 SPEND = {"quota": quota_cli, "price": price_cli}  # `auto quota …`, `auto price …`: no recipe kind
 SPEND_ACTIONS = ["set", "list", "rm"]
@@ -62,6 +63,7 @@ class Command(BaseCommand):
     help = (
         "Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|grant|resume|land|"
         "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
+        "auto <kind> rejudge NAME [--until-file F] [-n 10] [--judge-model M]; "
         "auto <kind> schedule add|list|rm|enable|disable|owner ...; auto web profile list|rm [NAME]; "
         "auto quota set|list|rm ...; auto price set|list|rm ..."
     )
@@ -88,6 +90,9 @@ class Command(BaseCommand):
             parser.add_argument(
                 f"--{name.replace('_', '-')}", dest=f"price_{name}", help="price set: USD per million tokens"
             )
+        parser.add_argument("--until-file", help="rejudge: a file holding the new goal (default: the current until)")
+        parser.add_argument("-n", dest="rejudge_n", type=int, default=10, help="rejudge: the last N judged passes")
+        parser.add_argument("--judge-model", help="rejudge: the judge model (default: the recipe's)")
         parser.add_argument("--time", dest="grant_time", help="grant: extra outer time (90s, 7m, 1h30m)")
         for name in OVERRIDE_OPTIONS:
             parser.add_argument(
@@ -114,6 +119,51 @@ class Command(BaseCommand):
                 return getattr(self, f"do_{action}")(target, recipe_args, options)
         except services.RunRefused as exc:
             raise CommandError(str(exc)) from None
+
+    # -- rejudge -----------------------------------------------------------------------
+
+    def do_rejudge(self, target, recipe_args, options):
+        """The proposed judge over the recipe's last N snapshotted results, here and now."""
+        source = services.recipe_source(kind=self.kind, name_or_path=target)
+        try:
+            spec = parse_recipe(source.text, path=source.path, kind=self.kind)
+        except RecipeError as exc:
+            raise CommandError(str(exc)) from None
+        until = (spec.loop_while.until or "").strip()
+        if options.get("until_file"):
+            try:
+                until = Path(options["until_file"]).read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CommandError(
+                    f"cannot read --until-file {options['until_file']}: {getattr(exc, 'strerror', None) or exc}"
+                ) from None
+        if not until:
+            raise CommandError(f"{spec.target} has no until: give the goal to judge against with --until-file")
+        judge_model = options.get("judge_model") or models_for(spec)[1]
+        asked = dict(kind=self.kind, name=spec.name, until=until, judge_model=judge_model, n=options["rejudge_n"])
+        try:
+            estimate = rejudge.rejudge_estimate(**asked, provider=options.get("provider"))
+            self.stdout.write(f"estimate: {estimate.describe()}")
+            if estimate.provider == "scripted":
+                self.stdout.write(f"note: {rejudge.SCRIPTED_NOTE}")
+            started = rejudge.rejudge_start(**asked, provider=options.get("provider"), enqueue=False)
+        except rejudge.RejudgeRefused as exc:
+            raise CommandError(str(exc)) from None
+        done = rejudge.rejudge_execute(started.pk)
+        delta = rejudge.rejudge_delta(done)
+        for line in rejudge_table(delta):
+            self.stdout.write(line)
+        self.stdout.write(delta.summary())
+        money = (
+            "free (offline)"
+            if done.provider == "scripted"
+            else (f"${done.cost:.4f}" if done.cost is not None else "unpriced")
+        )
+        self.stdout.write(
+            f"re-judge #{done.pk} {done.cause}: {done.tokens_counted:,} of {done.budget_tokens:,} tokens, {money}"
+        )
+        if done.cause != "done":
+            raise CommandError(f"re-judge #{done.pk} ended: {done.cause}")
 
     # -- check / run -------------------------------------------------------------------
 
@@ -472,3 +522,18 @@ def _approve_warnings(spec) -> list[str]:
         for entry in spec.approve
         if entry.partition(":")[0].strip() not in known
     ]
+
+
+def rejudge_table(delta) -> list[str]:
+    """pass | old | new | what people said | the new judge's reason, one line each."""
+    lines = [f"{'pass':<18} {'old':<4} {'new':<10} {'people':<30} new reason"]
+    for row in delta.rows:
+        item, p = row.item, row.item.run_pass
+        where = f"run #{p.run_id} pass {p.number}" if p else "(run deleted)"
+        new = (item.new_verdict + (" FLIP" if item.flipped else "")) if item.new_verdict else "not judged"
+        people = "—"
+        if row.label is not None:
+            people = f"judge {'right' if row.label.judge_right else 'wrong'} ({row.truth})"
+            people += {True: ", agrees", False: ", disagrees"}.get(row.agrees, "")
+        lines.append(f"{where:<18} {item.old_verdict:<4} {new:<10} {people:<30} {item.new_reason}")
+    return lines

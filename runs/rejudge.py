@@ -1,0 +1,457 @@
+"""Re-judge: a proposed judge (a new `until:` or judge model) over a recipe's last N judged
+passes, read from their immutable result snapshots, under its own small hard token budget.
+
+The estimate is shown before anything is spent: per pass, the judge request's byte bound (as
+the engine's plan bounds it) plus JUDGE_MAX_TOKENS; the budget is that worst case, capped by
+RYSH_REJUDGE_MAX_TOKENS. While it runs, no call is made unless what it may count (its input
+bound + max_tokens) fits what the budget has left, so tokens_counted never passes
+budget_tokens. Each call is one LedgerEntry (run=None, rejudge=<it>, purpose "rejudge"), so
+the Spend page and the quotas count it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from agents.ports import ModelError, ModelPort, ModelRequest, Usage
+from agents.providers import ProviderError, choose_provider, model_for, preflight_anthropic
+from agents.scripted import ScriptError
+from audit.services import audit_record
+from budgets.guard import clamp_max_tokens, input_bound
+from budgets.plan import JUDGE_MAX_TOKENS
+from budgets.prices import cost as price_cost
+from budgets.prices import format_money
+from budgets.units import format_tokens
+from runs import judge as judging
+from runs import snapshots
+from runs.fitting import with_margin
+from runs.models import LedgerEntry, Pass, Phase, Rejudge, RejudgeItem, RejudgeState, Run, RunState, VerdictLabel
+from runs.services import SCRIPTED_MODEL, RunRefused, recipe_source
+from spend import quotas
+from spend.prices import micros_per_token, price_table
+
+log = logging.getLogger(__name__)
+EXECUTE_FUNC = "runs.worker.execute_rejudge"  # the worker's entry point, queued by path
+PURPOSE = "rejudge"
+CALL_SECONDS = 300
+COST_PLACES = Decimal("0.000001")
+SCRIPTED_LABEL = "offline scripted judge"
+SCRIPTED_NOTE = (
+    "offline scripted judge: no ANTHROPIC_API_KEY, so each pass is answered by the judge reply the "
+    "recipe's <name>.script.yaml gives for that pass number — it does not read the goal, so its "
+    "verdicts show the mechanics, not what a real judge would say"
+)
+
+
+class RejudgeRefused(Exception):
+    """A re-judge that cannot start; the message says why."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    run_pass: Pass
+    name: str  # the result file judged
+    text: str  # what the judge reads (capped as the judge caps it)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    target: str
+    until: str
+    provider: str  # anthropic | scripted
+    judge_model: str
+    script_path: str
+    requested: int
+    candidates: list[Candidate]
+    worst_tokens: int  # every candidate's input bound + JUDGE_MAX_TOKENS
+    budget_tokens: int  # worst_tokens, capped by RYSH_REJUDGE_MAX_TOKENS
+    money: Decimal | None  # the budget priced at the model's dearest counted rate; None: unpriced
+
+    @property
+    def capped(self) -> bool:
+        return self.budget_tokens < self.worst_tokens
+
+    @property
+    def provider_label(self) -> str:
+        return provider_label(self.provider)
+
+    def describe(self) -> str:
+        """One line, as the review page and the CLI show it before anything is spent."""
+        money = (
+            "free (offline)"
+            if self.provider == "scripted"
+            else (format_money(self.money) if self.money is not None else "unpriced")
+        )
+        line = (
+            f"re-judge {len(self.candidates)} pass(es) of {self.target} with {self.judge_model} "
+            f"({self.provider_label}): at most {self.budget_tokens:,} tokens ({format_tokens(self.budget_tokens)}), {money}"
+        )
+        if len(self.candidates) < self.requested:
+            line += f"; only {len(self.candidates)} of the {self.requested} asked for have a saved result"
+        if self.capped:
+            line += f"; the worst case is {self.worst_tokens:,}, over the ceiling of {self.budget_tokens:,}: later passes may be left not judged"
+        return line
+
+
+def provider_label(provider: str) -> str:
+    return SCRIPTED_LABEL if provider == "scripted" else "anthropic"
+
+
+# -- reads ---------------------------------------------------------------------------------------
+
+
+def rejudge_candidates(*, target: str, n: int) -> list[Candidate]:
+    """The recipe's last `n` judged passes (newest first, across its finished runs) whose
+    snapshot has a readable result: exactly what their judge read."""
+    n = max(1, min(n, settings.RYSH_REJUDGE_MAX_PASSES))
+    passes = (
+        Pass.objects.filter(
+            run__target=target, run__state=RunState.FINISHED, verdict__in=("YES", "NO"), snapshot_at__isnull=False
+        )
+        .select_related("run")
+        .order_by("-run__created_at", "-run_id", "-number")
+    )
+    found = []
+    for run_pass in passes.iterator(chunk_size=50):
+        read = snapshots.judge_input(run_pass)
+        if read is not None:
+            found.append(Candidate(run_pass, read[0], read[1]))
+            if len(found) == n:
+                break
+    return found
+
+
+def judge_messages(until: str, candidate: Candidate) -> list[dict]:
+    text = judging.judge_message(until, (candidate.name, candidate.text))
+    return [{"role": "user", "content": [{"type": "text", "text": text}]}]
+
+
+def judge_bound(until: str, candidate: Candidate) -> int:
+    """The request's counted input, bounded by its bytes (as the engine's plan bounds it)."""
+    return input_bound(system=judging.JUDGE_SYSTEM, tools=[], messages=judge_messages(until, candidate), last=None)
+
+
+def _script_for(kind: str, name: str, target: str) -> Path | None:
+    try:
+        script = recipe_source(kind=kind, name_or_path=name).script
+    except RunRefused:
+        script = None
+    if script is None:  # a recipe run from a file: the script its newest run used
+        used = Run.objects.filter(target=target).exclude(script_path="").order_by("-created_at", "-id").first()
+        if used is not None and Path(used.script_path).is_file():
+            script = Path(used.script_path)
+    return script
+
+
+def rejudge_estimate(
+    *, kind: str, name: str, until: str, judge_model: str, n: int, provider: str | None = None
+) -> Estimate:
+    """What a re-judge would judge and the most it may spend, before it starts; the provider
+    is the one a run of the recipe would get (Claude with a key, else the offline script)."""
+    target = f"{kind}/{name}"
+    script = _script_for(kind, name, target)
+    try:
+        chosen = choose_provider(provider, target=target, script=script)
+    except ProviderError as exc:
+        raise RejudgeRefused(str(exc)) from None
+    model = SCRIPTED_MODEL if chosen == "scripted" else judge_model
+    candidates = rejudge_candidates(target=target, n=n)
+    worst = sum(judge_bound(until, c) + JUDGE_MAX_TOKENS for c in candidates)
+    budget = min(worst, settings.RYSH_REJUDGE_MAX_TOKENS)
+    rate = micros_per_token(model)
+    money = None if rate is None else (Decimal(budget) * rate / 1_000_000).quantize(COST_PLACES)
+    return Estimate(
+        target=target,
+        until=until,
+        provider=chosen,
+        judge_model=model,
+        script_path=str(script) if chosen == "scripted" and script else "",
+        requested=n,
+        candidates=candidates,
+        worst_tokens=worst,
+        budget_tokens=budget,
+        money=money,
+    )
+
+
+# -- writes --------------------------------------------------------------------------------------
+
+
+def rejudge_start(
+    *,
+    kind: str,
+    name: str,
+    until: str,
+    judge_model: str,
+    n: int,
+    user=None,
+    change_request=None,
+    provider: str | None = None,
+    enqueue: bool = True,
+) -> Rejudge:
+    """Create the re-judge and its items, and queue it for a worker once this commits."""
+    if n < 1 or n > settings.RYSH_REJUDGE_MAX_PASSES:
+        raise RejudgeRefused(f"N must be between 1 and {settings.RYSH_REJUDGE_MAX_PASSES}")
+    if not until.strip():
+        raise RejudgeRefused("the goal (until) is empty: nothing to judge against")
+    estimate = rejudge_estimate(kind=kind, name=name, until=until, judge_model=judge_model, n=n, provider=provider)
+    if not estimate.candidates:
+        raise RejudgeRefused(f"{estimate.target} has no judged pass with a saved result to re-judge")
+    if estimate.provider == "anthropic":
+        try:
+            preflight_anthropic()
+        except ProviderError as exc:
+            raise RejudgeRefused(str(exc)) from None
+    with transaction.atomic():
+        rejudge = Rejudge.objects.create(
+            change_request=change_request,
+            target=estimate.target,
+            until=until,
+            judge_model=estimate.judge_model,
+            provider=estimate.provider,
+            script_path=estimate.script_path,
+            requested=n,
+            budget_tokens=estimate.budget_tokens,
+            requested_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        RejudgeItem.objects.bulk_create(
+            [
+                RejudgeItem(
+                    rejudge=rejudge,
+                    run_pass=c.run_pass,
+                    position=i,
+                    result_name=c.name,
+                    old_verdict=c.run_pass.verdict,
+                    old_reason=c.run_pass.reason,
+                )
+                for i, c in enumerate(estimate.candidates, start=1)
+            ]
+        )
+        audit_record(
+            actor=user,
+            action="rejudge.start",
+            target=rejudge,
+            detail={
+                "passes": len(estimate.candidates),
+                "budget_tokens": estimate.budget_tokens,
+                "change": getattr(change_request, "pk", None),
+            },
+        )
+        if enqueue:
+            transaction.on_commit(lambda: enqueue_rejudge(rejudge.pk))
+    return rejudge
+
+
+def enqueue_rejudge(rejudge_id: int) -> None:
+    async_task(EXECUTE_FUNC, rejudge_id, task_name=f"rejudge-{rejudge_id}", group="rejudges")
+
+
+def rejudge_execute(rejudge_id: int, *, model: ModelPort | None = None) -> Rejudge | None:
+    """Judge every item with the new goal and model, within the budget; None when another
+    worker had already claimed it."""
+    # The claim: only one worker (a retried task, a second cluster) ever runs a re-judge.
+    claimed = Rejudge.objects.filter(pk=rejudge_id, state=RejudgeState.QUEUED).update(
+        state=RejudgeState.RUNNING, started_at=timezone.now()
+    )
+    if claimed != 1:
+        return None
+    rejudge = Rejudge.objects.get(pk=rejudge_id)
+    try:
+        cause = _judge_all(rejudge, model)
+    except Exception as exc:  # never leave it running: say what went wrong
+        log.exception("re-judge %s failed", rejudge_id)
+        cause = f"error: {exc}"
+    Rejudge.objects.filter(pk=rejudge.pk).update(state=RejudgeState.FINISHED, cause=cause, ended_at=timezone.now())
+    rejudge.refresh_from_db()
+    return rejudge
+
+
+def rejudges_sweep_lost(*, now=None) -> list[str]:
+    """Finish the re-judges whose worker died: running longer than every call could take.
+    Their calls already made are in the ledger; the quota they held stays counted (never less)."""
+    now = now or timezone.now()
+    said = []
+    for rejudge in Rejudge.objects.filter(state=RejudgeState.RUNNING, started_at__isnull=False):
+        if now - rejudge.started_at < timedelta(seconds=CALL_SECONDS * (rejudge.items.count() + 1)):
+            continue
+        if Rejudge.objects.filter(pk=rejudge.pk, state=RejudgeState.RUNNING).update(
+            state=RejudgeState.FINISHED, cause="error: worker lost", ended_at=now
+        ):
+            said.append(f"re-judge #{rejudge.pk}: worker lost")
+    return said
+
+
+def _judge_all(rejudge: Rejudge, model: ModelPort | None) -> str:
+    try:
+        model = model or model_for(rejudge)
+    except (ScriptError, OSError) as exc:
+        return f"judge error: {exc}"
+    items = rejudge.items.select_related("run_pass").order_by("position")
+    for item in items:
+        if item.run_pass is None:
+            continue  # its run was deleted meanwhile
+        read = snapshots.judge_input(item.run_pass)
+        if read is None:
+            continue  # its snapshot was pruned meanwhile
+        stop = _judge_one(rejudge, item, Candidate(item.run_pass, read[0], read[1]), model)
+        if stop:
+            return stop
+    return "done"
+
+
+def _judge_one(rejudge: Rejudge, item: RejudgeItem, candidate: Candidate, model: ModelPort) -> str | None:
+    """One call, only if its worst case fits what the budget (and the quotas) leave; a cause
+    when the re-judge must stop here."""
+    messages = judge_messages(rejudge.until, candidate)
+    left = rejudge.budget_tokens - rejudge.tokens_counted
+    bound = judge_bound(rejudge.until, candidate)
+    max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
+    if max_tokens is None:  # the byte bound does not fit: an exact count may
+        bound = _counted_bound(model, _request(rejudge, candidate, messages, JUDGE_MAX_TOKENS), bound)
+        max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
+    if max_tokens is None:
+        return "budget exhausted"
+    applying = quotas.quotas_for(target=rejudge.target, user_id=rejudge.requested_by_id)
+    try:
+        held = quotas.take_direct(applying, model=rejudge.judge_model, tokens=bound + max_tokens)
+    except quotas.QuotaRefused as refused:
+        return f"quota: {refused}"
+    try:
+        reply = model.complete(_request(rejudge, candidate, messages, max_tokens))
+    except ModelError as exc:
+        quotas.settle_direct(held, tokens=0, cost=None)
+        return f"judge error: {exc}"
+    verdict = judging.parse_verdict(reply.text)
+    _settle(rejudge, item, reply.usage, verdict, held)
+    return None
+
+
+def _counted_bound(model: ModelPort, request: ModelRequest, bound: int) -> int:
+    count = getattr(model, "count_tokens", None)
+    counted = count(request) if count is not None else None
+    return bound if counted is None else min(bound, with_margin(counted))
+
+
+def _request(rejudge: Rejudge, candidate: Candidate, messages: list, max_tokens: int) -> ModelRequest:
+    return ModelRequest(
+        model=rejudge.judge_model,
+        system=judging.JUDGE_SYSTEM,
+        messages=messages,
+        tools=[],
+        max_tokens=max_tokens,
+        deadline=time.monotonic() + CALL_SECONDS,
+        purpose=Phase.JUDGING,  # the scripted model answers it with the script's judge reply
+        pass_number=candidate.run_pass.number,
+    )
+
+
+def _settle(rejudge: Rejudge, item: RejudgeItem, usage: Usage, verdict, held) -> None:
+    money = price_cost(
+        rejudge.judge_model,
+        input=usage.input_tokens,
+        output=usage.output_tokens,
+        cache_read=usage.cache_read_tokens,
+        cache_write=usage.cache_write_tokens,
+        table=price_table(),
+    )
+    if money is not None:  # as the entry keeps it, so the re-judge's cost is their sum
+        money = money.quantize(COST_PLACES)
+    with transaction.atomic():
+        LedgerEntry.objects.create(
+            run=None,
+            rejudge=rejudge,
+            pass_number=0,
+            purpose=PURPOSE,
+            model=rejudge.judge_model,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            counted_tokens=usage.counted,
+            cost=money,
+        )
+        quotas.settle_direct(held, tokens=usage.counted, cost=money)
+        item.new_verdict, item.new_reason, item.tokens_counted = verdict.label, verdict.reason, usage.counted
+        item.save(update_fields=["new_verdict", "new_reason", "tokens_counted"])
+        changes = {"tokens_counted": F("tokens_counted") + usage.counted}
+        if money is not None:
+            rejudge.cost = (rejudge.cost or Decimal(0)) + money
+            changes["cost"] = rejudge.cost
+        Rejudge.objects.filter(pk=rejudge.pk).update(**changes)
+    rejudge.tokens_counted += usage.counted
+
+
+# -- the delta, for the review page and the CLI -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    item: RejudgeItem
+    label: VerdictLabel | None
+    truth: str  # what the label says the right verdict was; "" without a label
+    agrees: bool | None  # the new judge agrees with the people (None: no label, or not judged)
+
+
+@dataclass(frozen=True)
+class Delta:
+    rows: list[Row]
+    judged: int
+    flips: int
+    labelled: int  # judged passes with a person's label
+    agree: int
+    disagree: int
+
+    def summary(self) -> str:
+        return (
+            f"{self.flips} of {self.judged} verdicts flip; with people: the new judge agrees on {self.agree}, "
+            f"disagrees on {self.disagree} (of {self.labelled} labelled passes)"
+        )
+
+
+def _label_of(run_pass: Pass | None) -> VerdictLabel | None:
+    if run_pass is None:
+        return None
+    try:
+        return run_pass.label
+    except VerdictLabel.DoesNotExist:
+        return None
+
+
+def truth_of(label: VerdictLabel, old_verdict: str) -> str:
+    """A person said the old judge was right (the truth is its verdict) or wrong (the opposite)."""
+    if label.judge_right:
+        return old_verdict
+    return "NO" if old_verdict == "YES" else "YES"
+
+
+def rejudge_delta(rejudge: Rejudge) -> Delta:
+    rows = []
+    for item in rejudge.items.select_related("run_pass__run", "run_pass__label").order_by("position"):
+        label = _label_of(item.run_pass)
+        truth = truth_of(label, item.old_verdict) if label is not None else ""
+        agrees = (item.new_verdict == truth) if truth and item.new_verdict else None
+        rows.append(Row(item, label, truth, agrees))
+    judged = [r for r in rows if r.item.new_verdict]
+    return Delta(
+        rows=rows,
+        judged=len(judged),
+        flips=sum(1 for r in judged if r.item.flipped),
+        labelled=sum(1 for r in judged if r.label is not None),
+        agree=sum(1 for r in judged if r.agrees is True),
+        disagree=sum(1 for r in judged if r.agrees is False),
+    )
+
+
+def rejudges_for_change(change_request) -> list[Rejudge]:
+    return list(Rejudge.objects.filter(change_request=change_request).order_by("-created_at", "-id"))
