@@ -6,6 +6,9 @@
                                  # answer "Done." with no tool call); applies to both legs
         wrap-up: [<turn>, ...]   # the takeover leg's turns
         judge: "NO\\nreason"      # the judge's reply after this pass
+        judge_if:                # optional: other replies for other goals (a re-judge of an
+          - goal_has: seven      #   edited until:): the first whose words the goal holds
+            judge: "NO\\nreason"  #   (any case) answers instead of `judge`
     latency_seconds: 0.5         # optional: how long each call takes (cancel is polled)
 
     <turn>: {text: "...", tool_calls: [{name: save_result, input: {...}}]}
@@ -61,6 +64,13 @@ class ScriptedPass:
     wrap_up: tuple[Turn, ...]
     repeat_last: bool
     judge: str | None
+    judge_if: tuple[tuple[str, str], ...] = ()  # (words the goal holds, the reply then)
+
+    def judge_for(self, goal: str) -> str | None:
+        for words, reply in self.judge_if:
+            if " ".join(words.lower().split()) in goal.lower():
+                return reply
+        return self.judge
 
     def turns(self, purpose: str) -> tuple[Turn, ...]:
         return self.task if purpose == "task" else self.wrap_up
@@ -104,9 +114,10 @@ class ScriptedModel:
             raise ModelError(f"{self.source}: pass numbers start at 1 (got {request.pass_number})")
         scripted = self.passes[min(request.pass_number, len(self.passes)) - 1]
         if request.purpose == "judging":
-            if scripted.judge is None:
+            reply = scripted.judge_for(_goal(request))
+            if reply is None:
                 raise ModelError(f"{self.source}: pass {request.pass_number} has no judge reply")
-            return [{"type": "text", "text": scripted.judge}], "end_turn"
+            return [{"type": "text", "text": reply}], "end_turn"
         if request.purpose not in LEGS:
             raise ModelError(f"{self.source}: no turns for purpose {request.purpose!r}")
         index = sum(1 for m in request.messages[request.leg_start :] if m.get("role") == "assistant")
@@ -140,6 +151,18 @@ class ScriptedModel:
         return Usage(
             input_tokens=total - read - write, cache_write_tokens=write, cache_read_tokens=read, output_tokens=output
         )
+
+
+def _goal(request: ModelRequest) -> str:
+    """The goal a judge request asks about: the text of its <goal> block (runs/judge.py)."""
+    texts = []
+    for message in request.messages:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        texts += [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    text = "\n".join(texts)
+    start, end = text.find("<goal>"), text.find("</goal>")
+    return " ".join(text[start + 6 : end].split()) if 0 <= start < end else ""
 
 
 def _pieces(request: ModelRequest) -> list[bytes]:
@@ -221,7 +244,7 @@ class _Parser:
         return tuple(self.one_pass(p, f"passes[{i}]") for i, p in enumerate(passes)), float(latency)
 
     def one_pass(self, spec: Any, where: str) -> ScriptedPass:
-        self.mapping(spec, where, {"task", "wrap-up", "repeat_last", "judge"}, "a pass")
+        self.mapping(spec, where, {"task", "wrap-up", "repeat_last", "judge", "judge_if"}, "a pass")
         repeat_last = spec.get("repeat_last", False)
         if not isinstance(repeat_last, bool):
             raise self.fail(f"{where}.repeat_last", f"must be true or false (got {repeat_last!r})")
@@ -233,7 +256,24 @@ class _Parser:
             self.turns(spec.get("wrap-up"), f"{where}.wrap-up"),
             repeat_last,
             judge,
+            self.judge_if(spec.get("judge_if"), f"{where}.judge_if"),
         )
+
+    def judge_if(self, spec: Any, where: str) -> tuple[tuple[str, str], ...]:
+        if spec is None:
+            return ()
+        if not isinstance(spec, list):
+            raise self.fail(where, "must be a list of {goal_has, judge}")
+        found = []
+        for i, item in enumerate(spec):
+            self.mapping(item, f"{where}[{i}]", {"goal_has", "judge"}, "a judge_if entry")
+            words, reply = item.get("goal_has"), item.get("judge")
+            if not isinstance(words, str) or not words.strip():
+                raise self.fail(f"{where}[{i}].goal_has", "the words the goal must hold, as a string")
+            if not isinstance(reply, str):
+                raise self.fail(f"{where}[{i}].judge", "must be a string (YES or NO, then a reason)")
+            found.append((words.strip(), reply))
+        return tuple(found)
 
     def turns(self, spec: Any, where: str) -> tuple[Turn, ...]:
         if spec is None:

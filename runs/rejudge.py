@@ -48,9 +48,9 @@ CALL_SECONDS = 300
 COST_PLACES = Decimal("0.000001")
 SCRIPTED_LABEL = "offline scripted judge"
 SCRIPTED_NOTE = (
-    "offline scripted judge: no ANTHROPIC_API_KEY, so each pass is answered by the judge reply the "
-    "recipe's <name>.script.yaml gives for that pass number — it does not read the goal, so its "
-    "verdicts show the mechanics, not what a real judge would say"
+    "offline scripted judge: no ANTHROPIC_API_KEY, so each pass is answered from the recipe's "
+    "<name>.script.yaml — the pass's `judge:` reply, or a `judge_if:` reply whose words the new goal "
+    "holds; it does not understand the goal, so its verdicts show the mechanics, not what a real judge would say"
 )
 
 

@@ -121,6 +121,30 @@ def main() -> int:
             reviewer.wait_for_url(re.compile(r"/changes/\d+/$"))
             shoot(reviewer, out, "change-request")
 
+            # people's word on the first run's verdicts, then a stricter goal re-judged over
+            # the recipe's result snapshots (offline: the demo script's judge_if answers it)
+            page.goto(stack.url + "/runs/1/")
+            for number, note in ((1, "Three entries and PARTIAL: a NO is right."), (2, "Five annotated entries.")):
+                page.fill(f"#pass-{number}-note", note)
+                page.locator(f"#pass-{number} button[value=right]").click()
+                page.wait_for_selector(f"#pass-{number}-label strong.ok")
+            shoot(page, out, "verdict-labels", until="#run-timeline", max_height=1400)
+
+            reviewer.goto(stack.url + RECIPE + "edit/")
+            stricter = reviewer.input_value("#recipe-text").replace("at least five entries", "at least seven entries")
+            reviewer.fill("#recipe-text", stricter)
+            reviewer.wait_for_selector("#validation .ok")
+            reviewer.fill("input[name=message]", "Ask for seven entries, not five")
+            reviewer.click("#editor-form button[type=submit]")
+            reviewer.wait_for_url(re.compile(r"/changes/\d+/$"))
+            reviewer.locator("#rejudge form[method=post] button[type=submit]").click()
+            reviewer.wait_for_selector("#rejudge-summary", timeout=60_000)
+            reviewer.wait_for_function(
+                "() => document.querySelector('.rejudge-state').textContent.includes('finished')"
+            )
+            reviewer.locator("#rejudge").scroll_into_view_if_needed()
+            shoot(reviewer, out, "rejudge", until="#rejudge", max_height=2400)
+
             # who did what: the runs above (CLI and web), the stop, the proposed change
             page.goto(stack.url + "/audit/")
             shoot(page, out, "audit", max_height=1200)

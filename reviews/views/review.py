@@ -153,7 +153,8 @@ def _rejudge_parts(change: ChangeRequest, rejudge: Rejudge | None) -> dict:
         "change": change,
         "rejudge": rejudge,
         "rejudge_provider": provider_label(rejudge.provider) if rejudge else "",
-        "delta": rejudge_delta(rejudge) if rejudge and rejudge.state != "queued" else None,
+        # not "delta": the page's plan and cost delta has that name
+        "rejudge_rows": rejudge_delta(rejudge) if rejudge and rejudge.state != "queued" else None,
     }
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agents.ports import ModelCancelled, ModelError, ModelRequest
 from agents.scripted import ScriptedModel, ScriptError
+from runs.judge import judge_message
 
 DEMO = Path(__file__).resolve().parents[2] / "demo/recipes/.rysh/automations/tasks/reading-list.script.yaml"
 SCRIPT = {
@@ -105,6 +106,36 @@ def test_judge_reply_per_pass_and_beyond_the_list():
     assert model.complete(request(pass_number=9)).text == "Burning."  # the last pass's task too
 
 
+def test_a_judge_if_reply_answers_a_goal_that_holds_its_words():
+    """A re-judge of an edited until: offline: the script may answer another goal otherwise."""
+    script = {
+        "passes": [
+            {
+                "judge": "YES\nFive entries.",
+                "judge_if": [{"goal_has": "seven  Entries", "judge": "NO\nFive, not seven."}],
+            }
+        ]
+    }
+    model = ScriptedModel(script)
+
+    def judged(goal: str) -> str:
+        message = judge_message(goal, ("list.md", "five entries"))
+        return model.complete(
+            request([{"role": "user", "content": [{"type": "text", "text": message}]}], purpose="judging")
+        ).text
+
+    assert judged("The list has at least five entries.") == "YES\nFive entries."
+    assert judged("The list has at least SEVEN\n  entries.") == "NO\nFive, not seven."  # any case, any spacing
+    assert judged("") == "YES\nFive entries."
+
+
+def test_the_demo_script_flips_pass_2_for_a_goal_of_seven_entries():
+    model = ScriptedModel.from_file(DEMO)
+    message = judge_message("The reading list has at least seven entries.", ("reading-list.md", "…"))
+    reply = model.complete(request([{"role": "user", "content": message}], purpose="judging", pass_number=2)).text
+    assert reply.startswith("NO\n")
+
+
 def test_missing_judge_is_a_model_error():
     model = ScriptedModel({"passes": [{"task": [{"text": "hi"}]}]}, source="s.yaml")
     with pytest.raises(ModelError, match="s.yaml: pass 1 has no judge reply"):
@@ -193,6 +224,10 @@ def test_the_demo_script_loads_and_lands():
         ),
         ({"passes": [{"repeat_last": "yes"}]}, "passes[0].repeat_last: must be true or false"),
         ({"passes": [{"judge": ["NO"]}]}, "passes[0].judge: must be a string"),
+        ({"passes": [{"judge_if": {"goal_has": "x"}}]}, "passes[0].judge_if: must be a list"),
+        ({"passes": [{"judge_if": [{"goal_has": " ", "judge": "NO"}]}]}, "passes[0].judge_if[0].goal_has: the words"),
+        ({"passes": [{"judge_if": [{"goal_has": "x", "judge": 1}]}]}, "passes[0].judge_if[0].judge: must be a string"),
+        ({"passes": [{"judge_if": [{"goal": "x"}]}]}, "passes[0].judge_if[0]: unknown key 'goal'"),
     ],
 )
 def test_invalid_scripts_name_the_file_and_the_problem(script, problem):

@@ -92,6 +92,8 @@ def test_it_shows_the_estimate_then_the_delta_table(fake_anthropic, grace, linus
     assert f"Tokens: {rejudge.tokens_counted} of its budget of {rejudge.budget_tokens}" in page
     assert LedgerEntry.objects.filter(rejudge=rejudge).count() == 3
     assert 'hx-trigger="every 1s"' not in page  # finished: no more polling
+    # beside the plan and cost delta, which the re-judge's table must not replace
+    assert "worst case " in page and "no resolved plan on either side" not in page
 
 
 def test_it_polls_while_queued_and_stops_when_finished(fake_anthropic, grace, linus, history, monkeypatch):
