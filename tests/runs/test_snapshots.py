@@ -196,7 +196,8 @@ def test_prune_keeps_the_newest_runs_per_recipe_and_says_what_it_freed(start, ca
     shared = one_pass_run(start, "run 2 " + "y" * 100)  # same content as runs[2]: one content
     assert ResultBlob.objects.count() == 3
     call_command("prune_snapshots", "--keep", "2", "--dry-run")
-    assert "would prune the snapshots of 2 run(s)" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "would prune the snapshots of 2 run(s): 2 file(s); would free 212 bytes in 2 stored content(s)" in said
     assert PassResult.objects.count() == 4  # a dry run changes nothing
     call_command("prune_snapshots", "--keep", "2")
     out = capsys.readouterr().out
