@@ -630,7 +630,13 @@ class Engine:
         self.run.phase = Phase.JUDGING
         events.record(self.run, "judging", f"pass {run_pass.number}: judging")
         result = self._result_of(run_pass)
-        message = judging.judge_message(self.armed.spec.loop_while.until or "", result)
+        spec = self.armed.spec
+        # placeholders are filled in until: as in the prompts (SPEC §1): the judge of a run on
+        # "cats" reads "five entries on cats", never "{{topic}}"
+        until = render(
+            spec.loop_while.until or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
+        )
+        message = judging.judge_message(until, result)
         messages = [{"role": "user", "content": [{"type": "text", "text": message}]}]
         bound = input_bound(system=judging.JUDGE_SYSTEM, tools=[], messages=messages, last=None)
         left = (

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
@@ -33,6 +34,8 @@ from budgets.plan import JUDGE_MAX_TOKENS
 from budgets.prices import cost as price_cost
 from budgets.prices import format_money
 from budgets.units import format_tokens
+from catalogue.recipe import RecipeError, parse_recipe, render
+from catalogue.spec import RecipeSpec
 from runs import judge as judging
 from runs import snapshots
 from runs.fitting import with_margin
@@ -133,8 +136,26 @@ def rejudge_candidates(*, target: str, n: int) -> list[Candidate]:
 
 
 def judge_messages(until: str, candidate: Candidate) -> list[dict]:
-    text = judging.judge_message(until, (candidate.name, candidate.text))
+    goal = goal_for(until, candidate.run_pass.run)
+    text = judging.judge_message(goal, (candidate.name, candidate.text))
     return [{"role": "user", "content": [{"type": "text", "text": text}]}]
+
+
+def goal_for(until: str, run: Run) -> str:
+    """The new goal as that run's judge would read it: its placeholders filled with the run's
+    arguments and folder (SPEC §1), the argument names read from the text the run was armed with."""
+    spec = _armed_spec(run.recipe_text, run.recipe_path, run.kind)
+    if spec is None:
+        return until
+    return render(until, spec=spec, args=run.args, output_dir=run.output_dir)
+
+
+@lru_cache(maxsize=64)
+def _armed_spec(text: str, path: str, kind: str) -> RecipeSpec | None:
+    try:
+        return parse_recipe(text, path=path, kind=kind)
+    except RecipeError:
+        return None
 
 
 def judge_bound(until: str, candidate: Candidate) -> int:
@@ -297,7 +318,7 @@ def _judge_all(rejudge: Rejudge, model: ModelPort | None) -> str:
         model = model or model_for(rejudge)
     except (ScriptError, OSError) as exc:
         return f"judge error: {exc}"
-    items = rejudge.items.select_related("run_pass").order_by("position")
+    items = rejudge.items.select_related("run_pass__run").order_by("position")
     for item in items:
         if item.run_pass is None:
             continue  # its run was deleted meanwhile

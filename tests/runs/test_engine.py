@@ -350,3 +350,14 @@ def test_it_resumes_with_a_fresh_run_seeded_with_the_latest_result(start):
     drive(again, model)
     seed = model.requests[0].messages[0]["content"][0]["text"]
     assert f"This run resumes run #{run.pk}" in seed and "v1 summary" in seed
+
+
+def test_the_judge_reads_the_goal_with_its_placeholders_filled(start):
+    """SPEC §1: placeholders are filled in until: too; the judge of a run on "cats" never reads
+    "{{topic}}"."""
+    run = start(LOOP, "cats")
+    model = FakeModel(task=[{"text": "saving", "tools": [SAVE]}, {"text": "Done."}], judge=["YES\nfive"])
+    drive(run, model)
+    judged = [r for r in model.requests if r.purpose == "judging"]
+    text = judged[0].messages[0]["content"][0]["text"]
+    assert "The list on cats has five entries." in text and "{{topic}}" not in text

@@ -233,3 +233,22 @@ def test_offline_a_real_scripted_runs_snapshots_are_rejudged(recipe_file, monkey
         (1, "list.md", "NO", "NO"),
     ]
     assert done.cause == "done" and done.cost in (None, Decimal(0)) and done.tokens_counted > 0
+
+
+def test_the_new_goal_is_filled_with_each_runs_own_arguments(fake_anthropic, tmp_path):
+    """As the run's judge read its goal (SPEC §1): placeholders filled per run, never sent raw."""
+    run = judged_run(tmp_path / "c", [("YES", "R9 cats")])
+    run.recipe_text, run.args = "---\nargs: [topic]\n---\nx\n", ["cats"]
+    run.save()
+    scripted_verdicts(fake_anthropic, {"R9": "NO\nonly one"})
+    rejudge = rj.rejudge_start(
+        kind="task",
+        name="report",
+        until="Three sources on {{topic}}.",
+        judge_model="claude-haiku-4-5",
+        n=1,
+        enqueue=False,
+    )
+    rj.rejudge_execute(rejudge.pk)
+    sent = str([r.json["messages"] for r in fake_anthropic.requests if r.path == "/v1/messages"])
+    assert "Three sources on cats." in sent and "{{topic}}" not in sent
