@@ -60,14 +60,16 @@ def start_of(day: date) -> datetime:
 def spend_rows(*, by: str, period: str, since: date, until: date) -> list[dict]:
     """Counted tokens, dollars and calls per (day or month, recipe or person) from `since` to
     `until` (whole local days), oldest first. `cost` sums the priced calls only (None when
-    none was priced); `unpriced` counts the tokens of calls whose model had no price."""
+    none was priced); `unpriced` counts the tokens of calls whose model had no price, `offline`
+    those of the offline scripted model (free: never unpriced)."""
     entries = LedgerEntry.objects.filter(created_at__gte=start_of(since), created_at__lt=start_of(until + timedelta(1)))
     rows = (
         entries.annotate(bucket=Trunc("created_at", period, tzinfo=zone()), who=BY[by])
         .values("bucket", "who")
         .annotate(
             # before `cost`, which would shadow the field of the same name
-            unpriced=Sum("counted_tokens", filter=Q(cost__isnull=True), default=0),
+            unpriced=Sum("counted_tokens", filter=Q(cost__isnull=True) & ~Q(model__in=FREE_MODELS), default=0),
+            offline=Sum("counted_tokens", filter=Q(model__in=FREE_MODELS), default=0),
             tokens=Sum("counted_tokens"),
             cache_read=Sum("cache_read_tokens"),
             cost=Sum("cost"),
@@ -96,6 +98,7 @@ class Total:
     cache_read: int = 0
     cost: Decimal | None = None
     unpriced: int = 0
+    offline: int = 0  # tokens of the offline scripted model: free, not unpriced
     calls: int = 0
     series: int = 0  # its colour in the chart (TOP: "other")
 
@@ -103,6 +106,7 @@ class Total:
         self.tokens += row["tokens"] or 0
         self.cache_read += row["cache_read"] or 0
         self.unpriced += row["unpriced"] or 0
+        self.offline += row.get("offline") or 0
         self.calls += row["calls"]
         if row["cost"] is not None:
             self.cost = (self.cost or Decimal(0)) + row["cost"]
@@ -122,6 +126,10 @@ class Total:
     @property
     def unpriced_text(self) -> str:
         return format_tokens(self.unpriced) if self.unpriced else ""
+
+    @property
+    def offline_text(self) -> str:
+        return format_tokens(self.offline) if self.offline else ""
 
 
 def totals(rows: list[dict]) -> list[Total]:

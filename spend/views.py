@@ -85,7 +85,14 @@ def _grand(ranked: list[selectors.Total]) -> selectors.Total:
     grand = selectors.Total("all")
     for t in ranked:
         grand.add(
-            {"tokens": t.tokens, "cache_read": t.cache_read, "cost": t.cost, "unpriced": t.unpriced, "calls": t.calls}
+            {
+                "tokens": t.tokens,
+                "cache_read": t.cache_read,
+                "cost": t.cost,
+                "unpriced": t.unpriced,
+                "offline": t.offline,
+                "calls": t.calls,
+            }
         )
     return grand
 

@@ -69,6 +69,13 @@ def test_it_shows_n_a_for_spend_no_call_of_which_was_priced(viewer):
     assert "4p of these tokens ran on models with no price" in page
 
 
+def test_the_offline_scripted_models_tokens_are_free_not_unpriced(viewer):
+    entry(make_run("task/demo"), 3_000, None, model="scripted-demo")
+    page = viewer.get("/spend/").content.decode()
+    assert 'id="offline-note">3p of these tokens ran on the offline scripted model' in page
+    assert "unpriced-note" not in page and "set their prices" not in page.lower()
+
+
 def test_it_exports_the_same_rows_as_csv(viewer, spent):
     today = timezone.localdate().isoformat()
     rows = csv_rows(viewer.get("/spend.csv"))
