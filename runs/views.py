@@ -31,7 +31,7 @@ from runs import labels, live, selectors, services, snapshots
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
 from runs.models import Approval, Pass, PassResult, Run, Step
 from runs.report import plan_lines_from_snapshot
-from rysh_site.csv_export import csv_writer
+from rysh_site.csv_export import csv_cell, csv_writer
 from rysh_site.paths import UnsafePath, safe_child
 from rysh_site.roles import require
 from spend.outlook import recipe_outlook
@@ -433,8 +433,8 @@ def _csv_rows(runs: QuerySet[Run]) -> Iterator[str]:
             [
                 r.pk,
                 r.ended_at.isoformat() if r.ended_at else "",
-                r.kind,
-                r.name,
+                csv_cell(r.kind),
+                csv_cell(r.name),
                 r.duration_text,
                 r.pass_number,
                 r.tokens_counted,
@@ -443,8 +443,8 @@ def _csv_rows(runs: QuerySet[Run]) -> Iterator[str]:
                 r.input_tokens,
                 r.output_tokens,
                 "" if r.cost is None else f"{r.cost:.6f}",
-                r.provider,
-                r.cause,
+                csv_cell(r.provider),
+                csv_cell(r.cause),  # text from outside (an error's message): never a formula
             ]
         )
 

@@ -62,3 +62,10 @@ def test_it_keeps_the_filters_in_the_export_link_and_the_form(viewer, finished):
     page = viewer.get("/history/?recipe=job&kind=task").content.decode()
     assert 'href="/history.csv?recipe=job&amp;kind=task"' in page
     assert 'name="recipe" value="job"' in page and '<option value="task" selected>' in page
+
+
+def test_a_cause_that_reads_like_a_formula_exports_as_text(viewer, finished):  # noqa: F811
+    finished.cause = '=HYPERLINK("http://evil")'
+    finished.save()
+    last = csv_lines(viewer.get("/history.csv"))[-1]
+    assert last.endswith(',"\'=HYPERLINK(""http://evil"")"') and ",=HYPERLINK" not in last
