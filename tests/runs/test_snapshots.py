@@ -6,10 +6,13 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.utils.module_loading import import_string
+from django_q.models import Schedule
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runs import selectors, snapshots
+from runs.apps import SNAPSHOTS_SCHEDULE
 from runs.models import Pass, PassResult, ResultBlob, Run
 from runs.report import render_report
 from tests.conftest import drive
@@ -255,3 +258,15 @@ def test_it_stores_each_distinct_content_once_and_gives_each_pass_back_its_files
     distinct = {data for files in passes for data in files.values()}
     assert ResultBlob.objects.count() == len(distinct)
     run.delete()
+
+
+def test_the_workers_prune_every_hour_by_the_setting(start, settings):
+    """The setting applies by itself: an hourly django-q2 schedule runs the command."""
+    for i in range(3):
+        one_pass_run(start, f"run {i}")
+    settings.RYSH_SNAPSHOT_KEEP_RUNS = 1
+    schedule = Schedule.objects.get(name=SNAPSHOTS_SCHEDULE)
+    assert schedule.schedule_type == Schedule.HOURLY
+    import_string(schedule.func)(*eval(f"({schedule.args},)"))  # as django-q2 calls it
+    assert Run.objects.filter(snapshots_pruned_at__isnull=False).count() == 2
+    assert ResultBlob.objects.count() == 1
