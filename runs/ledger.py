@@ -144,14 +144,14 @@ class Ledger:
             cache_write_tokens=usage.cache_write_tokens,
             counted_tokens=step.counted_tokens,
             estimated=estimated,
-            cost=_cost(step.model, usage),
+            cost=usage_cost(step.model, usage),
         )
 
     def _add_to_run(self, usage: Usage, *, counted: int, seconds: float, model: str) -> None:
         """One UPDATE adds to the run's totals in the database (a person's control written
         meanwhile is never overwritten) and reads back, with RETURNING, the totals and that
         control: exact whoever else wrote the row, and no second query."""
-        money = _cost(model, usage)
+        money = usage_cost(model, usage)
         fresh = add_to_run(
             self.run.pk,
             {
@@ -254,7 +254,7 @@ def _last_settled_call(run_pass: Pass) -> LastCall | None:
     )
 
 
-def _cost(model: str, usage: Usage) -> Decimal | None:
+def usage_cost(model: str, usage: Usage) -> Decimal | None:
     """Priced by the table in force: the built-in one with the admins' prices over it."""
     return cost(
         model,

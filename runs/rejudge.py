@@ -31,7 +31,6 @@ from agents.scripted import ScriptError
 from audit.services import audit_record
 from budgets.guard import clamp_max_tokens, input_bound
 from budgets.plan import JUDGE_MAX_TOKENS
-from budgets.prices import cost as price_cost
 from budgets.prices import format_money
 from budgets.units import format_tokens
 from catalogue.recipe import RecipeError, parse_recipe, render
@@ -39,10 +38,11 @@ from catalogue.spec import RecipeSpec
 from runs import judge as judging
 from runs import snapshots
 from runs.fitting import with_margin
+from runs.ledger import usage_cost
 from runs.models import LedgerEntry, Pass, Phase, Rejudge, RejudgeItem, RejudgeState, Run, RunState, VerdictLabel
 from runs.services import SCRIPTED_MODEL, RunRefused, recipe_source
 from spend import quotas
-from spend.prices import micros_per_token, price_table
+from spend.prices import micros_per_token
 
 log = logging.getLogger(__name__)
 EXECUTE_FUNC = "runs.worker.execute_rejudge"  # the worker's entry point, queued by path
@@ -378,14 +378,7 @@ def _request(rejudge: Rejudge, candidate: Candidate, messages: list, max_tokens:
 
 
 def _settle(rejudge: Rejudge, item: RejudgeItem, usage: Usage, verdict, held) -> None:
-    money = price_cost(
-        rejudge.judge_model,
-        input=usage.input_tokens,
-        output=usage.output_tokens,
-        cache_read=usage.cache_read_tokens,
-        cache_write=usage.cache_write_tokens,
-        table=price_table(),
-    )
+    money = usage_cost(rejudge.judge_model, usage)
     if money is not None:  # as the entry keeps it, so the re-judge's cost is their sum
         money = money.quantize(COST_PLACES)
     with transaction.atomic():
