@@ -123,6 +123,17 @@ def spent_since(quota: Quota, start) -> tuple[int, int]:
     return tokens, micros
 
 
+def _fits(quota: Quota, tokens: int, micros: int | None) -> Q:
+    """The row, still in the window read, with room for `tokens` and `micros` beside what is
+    used and held: the condition of the UPDATE that takes them (two takers cannot both fit)."""
+    fits = Q(pk=quota.pk, window_start=quota.window_start)
+    if quota.tokens is not None:
+        fits &= Q(tokens__gte=F("used_tokens") + F("reserved_tokens") + tokens)
+    if quota.micros is not None:
+        fits &= Q(micros__gte=F("used_micros") + F("reserved_micros") + micros)
+    return fits
+
+
 def take(step, quotas: list[Quota], *, model: str, tokens: int, now=None) -> None:
     """Inside the step's transaction: reserve `tokens` (and their most cost) from every quota
     that applies (quotas_for), or raise QuotaRefused (the caller's transaction then leaves
@@ -135,12 +146,7 @@ def take(step, quotas: list[Quota], *, model: str, tokens: int, now=None) -> Non
         quota = current(quota, now)
         if quota.micros is not None and micros is None:
             raise QuotaRefused(quota, tokens=tokens, micros=None)
-        fits = Q(pk=quota.pk, window_start=quota.window_start)
-        if quota.tokens is not None:
-            fits &= Q(tokens__gte=F("used_tokens") + F("reserved_tokens") + tokens)
-        if quota.micros is not None:
-            fits &= Q(micros__gte=F("used_micros") + F("reserved_micros") + micros)
-        claimed = Quota.objects.filter(fits).update(
+        claimed = Quota.objects.filter(_fits(quota, tokens, micros)).update(
             reserved_tokens=F("reserved_tokens") + tokens, reserved_micros=F("reserved_micros") + (micros or 0)
         )
         if claimed != 1:  # full, or its window rolled over meanwhile: the caller reads it again
@@ -172,13 +178,8 @@ def take_direct(quotas: list[Quota], *, model: str, tokens: int, now=None) -> li
             quota = current(quota, now)
             if quota.micros is not None and micros is None:
                 raise QuotaRefused(quota, tokens=tokens, micros=None)
-            fits = Q(pk=quota.pk, window_start=quota.window_start)
-            if quota.tokens is not None:
-                fits &= Q(tokens__gte=F("used_tokens") + F("reserved_tokens") + tokens)
-            if quota.micros is not None:
-                fits &= Q(micros__gte=F("used_micros") + F("reserved_micros") + micros)
             if (
-                Quota.objects.filter(fits).update(
+                Quota.objects.filter(_fits(quota, tokens, micros)).update(
                     used_tokens=F("used_tokens") + tokens, used_micros=F("used_micros") + (micros or 0)
                 )
                 != 1
