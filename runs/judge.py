@@ -45,19 +45,22 @@ class Verdict:
         return "YES" if self.fulfilled else "NO"
 
 
+def result_files(folder: Path, *, since: float | None = None) -> list[Path]:
+    """The result files in a results folder: not the run report, not hidden files, and with
+    `since` (a POSIX time) only those modified from then on (the folder is the recipe's)."""
+    if not folder.is_dir():
+        return []
+    files = [p for p in folder.rglob("*") if p.is_file() and p.name != REPORT_NAME and not p.name.startswith(".")]
+    return [p for p in files if since is None or p.stat().st_mtime >= since]
+
+
 def newest_result(output_dir: Path, *, since: float | None = None) -> tuple[str, str] | None:
     """The newest results file (the run report aside), read up to the judge's cap.
 
     `since` (a POSIX time) ignores files older than the run, so an earlier run's result in
     the same folder is never judged as this run's work.
     """
-    files = (
-        [p for p in output_dir.rglob("*") if p.is_file() and p.name != REPORT_NAME and not p.name.startswith(".")]
-        if output_dir.is_dir()
-        else []
-    )
-    if since is not None:
-        files = [p for p in files if p.stat().st_mtime >= since]
+    files = result_files(output_dir, since=since)
     if not files:
         return None
     newest = max(files, key=lambda p: (p.stat().st_mtime_ns, p.name))

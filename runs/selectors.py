@@ -17,6 +17,7 @@ from django.utils.timesince import timesince
 from budgets.plan import is_grantable
 from budgets.units import format_duration, format_tokens
 from runs import snapshots
+from runs.judge import result_files
 from runs.models import ACTIVE_STATES, Approval, ApprovalState, Pass, Run, RunEvent, RunState, Step, StepStatus
 from runs.report import cache_hit_percent
 
@@ -268,7 +269,7 @@ def _folder_files(run: Run) -> list[dict]:
         return []
     start = run.started_at.timestamp() - 1
     end = run.ended_at.timestamp() + 1 if run.ended_at else float("inf")
-    files = [p for p in snapshots.result_files(folder, since=start) if p.stat().st_mtime <= end]
+    files = [p for p in result_files(folder, since=start) if p.stat().st_mtime <= end]
     files.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
     return [{"name": str(p.relative_to(folder)), "size": p.stat().st_size, "pass": None, "kept": True} for p in files]
 

@@ -24,7 +24,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from budgets.plan import JUDGE_RESULT_CAP_BYTES
-from runs.judge import REPORT_NAME
+from runs.judge import result_files
 from runs.models import Pass, PassResult, ResultBlob, Run, RunState
 
 CHUNK = 1024 * 1024
@@ -32,15 +32,6 @@ CHUNK = 1024 * 1024
 
 def blob_path(sha256: str) -> Path:
     return Path(settings.RYSH_SNAPSHOTS_DIR) / sha256[:2] / sha256
-
-
-def result_files(folder: Path, *, since: float | None = None) -> list[Path]:
-    """The run's result files in its folder: not the run report, not hidden files, and with
-    `since` (a POSIX time) only those modified from then on (the folder is the recipe's)."""
-    if not folder.is_dir():
-        return []
-    files = [p for p in folder.rglob("*") if p.is_file() and p.name != REPORT_NAME and not p.name.startswith(".")]
-    return [p for p in files if since is None or p.stat().st_mtime >= since]
 
 
 # -- taking a snapshot ---------------------------------------------------------------------------
