@@ -6,28 +6,17 @@ import pytest
 from django.test import Client
 
 from audit.models import AuditEntry
-from catalogue.sync import recipes_sync
 from reviews.models import ChangeRequest
 from runs import rejudge as rj
 from runs.models import LedgerEntry, Rejudge
 from runs.worker import execute_rejudge
 from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401 (fixture)
 from tests.recipes_git import login, make_user, recipe_text, work  # noqa: F401
+from tests.reviews.test_view_review import grace, linus  # noqa: F401 (fixtures)
 from tests.runs.rejudge_fixtures import judged_run, label, scripted_verdicts
 
 pytestmark = pytest.mark.django_db
 NEW_GOAL = "The report cites three sources."
-
-
-@pytest.fixture
-def grace(work):
-    recipes_sync()
-    return login(Client(), make_user("grace"))
-
-
-@pytest.fixture
-def linus(work):
-    return login(Client(), make_user("linus"))
 
 
 @pytest.fixture
