@@ -15,6 +15,7 @@ if command -v apt-get >/dev/null 2>&1; then
   missing=""
   have_chromium || missing="chromium fonts-dejavu-core"
   command -v ffmpeg >/dev/null 2>&1 || missing="$missing ffmpeg"
+  command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"  # the sandbox of coding agents' commands
   if [ -n "$missing" ]; then
     echo "installing with apt-get (once):$missing"
     $SUDO apt-get update -qq
