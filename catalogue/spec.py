@@ -121,6 +121,10 @@ class RecipeSpec:
     model: str | None = None
     judge_model: str | None = None
     notify: tuple[NotifyRule, ...] = ()
+    # task recipes (SPEC §11): where a coding agent works, a folder of the recipes repository
+    # ("." its root, normalised with '/'); None: no working copy, the tools of a plain task
+    workdir: str | None = None
+    workdir_line: int | None = None  # where `workdir:` sits, for the checks that need the repository
     warnings: tuple[str, ...] = ()
 
     @property

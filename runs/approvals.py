@@ -9,6 +9,10 @@ Patterns, one per `approve:` entry:
   button that reads "Publish"; a navigation's subject is the URL it would open; other tools
   match against their text arguments.
 
+- `bash(git push:*)` — a command pattern in the form coding agents use (SPEC §11): commands
+  that start with `git push` (the whole command or any simple command in it, see
+  agents.coding_tools.command_subjects); `bash(make deploy)` holds exactly that command.
+
 A call is also gated as what it amounts to (a tools port's `approval_equivalents`): the
 browser's Enter or Space on a button is a `click` on it, Enter in a form's field a click on
 its submit button, a click on a link a `navigate` to its URL. URLs are matched in their normal
@@ -46,6 +50,11 @@ def gate(patterns: tuple[str, ...] | list[str], tool: str, subjects: list[str]) 
     A URL is matched in its normal form (see normal_urls), and so is a pattern that is a URL:
     `navigate:https://example.com/admin/*` holds `HTTPS://EXAMPLE.com:443/%61dmin/x` too."""
     for pattern in patterns:
+        command = COMMAND_PATTERN.match(pattern.strip())
+        if command is not None:
+            if command["tool"] == tool and (subject := _command_match(command["spec"], subjects)) is not None:
+                return pattern, subject
+            continue
         name, _, glob = pattern.partition(":")
         if name.strip() != tool:
             continue
@@ -57,6 +66,23 @@ def gate(patterns: tuple[str, ...] | list[str], tool: str, subjects: list[str]) 
             for form in (subject.strip(), *normal_urls(subject.strip())):
                 if any(fnmatch.fnmatchcase(form.lower(), g) for g in globs):
                     return pattern, subject.strip()
+    return None
+
+
+COMMAND_PATTERN = re.compile(r"(?P<tool>[a-z_][a-z0-9_]*)\((?P<spec>.*)\)\Z", re.DOTALL)
+
+
+def _command_match(spec: str, subjects: list[str]) -> str | None:
+    """The subject a `tool(prefix:*)` or `tool(exact command)` pattern holds, or None. A prefix
+    ends at a word: `git push:*` holds `git push origin x`, not `git pushy`."""
+    spec = " ".join(spec.split())
+    prefix = spec[:-2].rstrip() if spec.endswith(":*") else None
+    for subject in subjects:
+        said = " ".join(subject.split())
+        if prefix is None and said == spec:
+            return subject.strip()
+        if prefix is not None and (said == prefix or said.startswith(prefix + " ") or not prefix):
+            return subject.strip()
     return None
 
 

@@ -232,6 +232,7 @@ class Engine:
         run_pass.ended_at = timezone.now()
         run_pass.snapshot_at = None  # a pass re-run after a lost worker is kept as it ends now
         kept = self._snapshot(run_pass)
+        self._tools_pass_ended(run_pass)
         if kept:
             run_pass.result_file = max(kept, key=lambda r: (r.modified_at, r.name)).name
         run_pass.save()
@@ -243,6 +244,34 @@ class Engine:
             f"{run_pass.task_stop}" + (f", wrap-up {run_pass.wrap_up_stop}" if run_pass.takeover_used else ""),
             number=run_pass.number,
         )
+
+    def _tools_pass_ended(self, run_pass: Pass) -> None:
+        """A tools port that keeps state across passes (a working copy) records the pass's end;
+        a failure is said, and never changes how the pass ended."""
+        ended = getattr(self.armed.tools, "pass_ended", None)
+        if ended is None:
+            return
+        try:
+            ended(run_pass.number)
+        except Exception as exc:
+            log.warning("run %s pass %s: the tools' pass end failed", self.run.pk, run_pass.number, exc_info=True)
+            events.record(self.run, "note", f"pass {run_pass.number}: its working copy was not measured ({exc})")
+
+    def _evidence(self, run_pass: Pass) -> list[tuple[str, str]]:
+        """What the judge reads beside the result when the tools port has more to show (a
+        coding pass: its final answer and the diff stat of its working copy)."""
+        evidence = getattr(self.armed.tools, "judge_evidence", None)
+        if evidence is None:
+            return []
+        answer = (
+            Step.objects.filter(run_pass=run_pass)
+            .exclude(leg=Phase.JUDGING)
+            .exclude(text="")
+            .order_by("-number")
+            .values_list("text", flat=True)
+            .first()
+        )
+        return [("final_answer", answer or "(the pass ended without a final answer)"), *evidence(run_pass.number)]
 
     def _newest_result(self) -> tuple[str, str] | None:
         return judging.newest_result(self.armed.output_dir, since=self._since())
@@ -397,6 +426,8 @@ class Engine:
             self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
             raise
         self._offer_room(run_pass, leg, reply)
+        if hasattr(self.armed.tools, "deadline"):  # a command never runs past the leg's clock
+            self.armed.tools.deadline = started + seconds_left
         results, waited = self._run_tools(reply, run_pass, step)
         self._capture(step)
         user_turn = self._fit_results(run_pass, leg, tools, reply, results, seconds_left) if results else []
@@ -636,7 +667,7 @@ class Engine:
         until = render(
             spec.loop_while.until or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
         )
-        message = judging.judge_message(until, result)
+        message = judging.judge_message(until, result, self._evidence(run_pass))
         messages = [{"role": "user", "content": [{"type": "text", "text": message}]}]
         bound = input_bound(system=judging.JUDGE_SYSTEM, tools=[], messages=messages, last=None)
         left = (

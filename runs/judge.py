@@ -19,7 +19,14 @@ JUDGE_SYSTEM = (
     "second is one sentence giving the reason."
 )
 
-_TAG = re.compile(r"(?i)<(\s*/?\s*(?:result|goal)\b)")
+_TAG = re.compile(r"(?i)<(\s*/?\s*(?:result|goal|final_answer|diff_stat)\b)")
+# beside the result, what a coding pass shows the judge (SPEC §11), each cut to this many
+# bytes; the result gets what is left of JUDGE_RESULT_CAP_BYTES, so the plan's worst case holds
+EVIDENCE_CAP_BYTES = 4096
+EVIDENCE_LABELS = {
+    "final_answer": "The agent's final answer (its own account: weigh it against the evidence)",
+    "diff_stat": "What the pass's working copy changed against the commit the run started from (git diff --stat)",
+}
 
 
 def _quoted(text: str) -> str:
@@ -69,16 +76,28 @@ def newest_result(output_dir: Path, *, since: float | None = None) -> tuple[str,
     return str(newest.relative_to(output_dir)), data.decode("utf-8", errors="replace")
 
 
-def judge_message(until: str, result: tuple[str, str] | None) -> str:
+def judge_message(until: str, result: tuple[str, str] | None, evidence: list[tuple[str, str]] = ()) -> str:
+    blocks, used = "", 0
+    for tag, text in evidence:
+        cut = _cut(text, EVIDENCE_CAP_BYTES)
+        used += len(cut.encode())
+        blocks += f"{EVIDENCE_LABELS[tag]}:\n<{tag}>\n{_quoted(cut)}\n</{tag}>\n\n"
     if result is None:
         shown = NO_RESULT
     else:
         name, text = result
+        text = _cut(text, JUDGE_RESULT_CAP_BYTES - used) if used else text
         shown = f'<result file="{_attribute(name)}">\n{_quoted(text)}\n</result>'
     return (
-        f"The goal:\n<goal>\n{_quoted(until)}\n</goal>\n\nThe saved result:\n{shown}\n\n"
+        f"The goal:\n<goal>\n{_quoted(until)}\n</goal>\n\n{blocks}The saved result:\n{shown}\n\n"
         "Is the goal met by this result? First line YES or NO; second line, one sentence why."
     )
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most `limit` UTF-8 bytes of `text`, cut on a character."""
+    data = text.encode()
+    return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
 
 
 def parse_verdict(reply: str) -> Verdict:
@@ -91,3 +110,7 @@ def parse_verdict(reply: str) -> Verdict:
 
 # The plan's worst case relies on this frame staying small; the test suite checks it.
 assert len(JUDGE_SYSTEM.encode()) + len(judge_message("", None).encode()) < JUDGE_FRAME_BYTES
+assert (
+    len(JUDGE_SYSTEM.encode()) + len(judge_message("", None, [(tag, "") for tag in EVIDENCE_LABELS]).encode())
+    < JUDGE_FRAME_BYTES
+)

@@ -22,6 +22,7 @@ from runs.report import render_report
 from runs.timeline import timeline_svg
 from rysh_site.roles import NEEDS, roles_of
 from spend.selectors import installation_quota_bar
+from workspaces.selectors import workspace_context
 
 STEP_LOG_LIMIT = 200
 FILMSTRIP_LIMIT = 60
@@ -36,7 +37,7 @@ NAV_FRAGMENT = "runs/shared/_nav_approvals.html"
 # the permissions each live page's fragments read; nothing else about the user reaches them
 READS = {
     "home": frozenset({"operate"}),
-    "run": frozenset({"operate", "audit", "label"}),
+    "run": frozenset({"operate", "audit", "label", "edit"}),  # edit: keep / discard a working copy
     "approvals": frozenset({"operate"}),
     "nav": frozenset(),
 }
@@ -108,6 +109,7 @@ def run_context(run: Run, can: frozenset[str]) -> dict:
         "quota_wait": selectors.quota_wait(run),
         "current": current,
         **web_context(run),
+        **workspace_context(run, can),
     }
 
 

@@ -12,6 +12,7 @@ from budgets.plan import summary_lines
 from budgets.units import format_duration, format_duration_go, format_tokens
 from runs import snapshots
 from runs.judge import REPORT_NAME
+from workspaces.models import Workspace
 
 
 def cache_hit_percent(*, input_tokens: int, cache_read: int, cache_write: int) -> float | None:
@@ -80,6 +81,7 @@ def render_report(run) -> str:
         "```",
         "",
         *_grant_lines(run),
+        *_workspace_lines(run),
         "## Passes",
         "",
         "| pass | verdict | judge's reason | result (as kept) | tokens | task stop | wrap-up |",
@@ -92,6 +94,37 @@ def render_report(run) -> str:
             f"{p.task_stop or '-'} | {p.wrap_up_stop or ('-' if not p.takeover_used else 'running')} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _workspace_lines(run) -> list[str]:
+    """A coding run (SPEC §11): its working copy, whether commands were sandboxed, and its diff stat."""
+    workspace = Workspace.objects.filter(run=run).first() if run.pk else None
+    if workspace is None:
+        return []
+    lines = [
+        "## Working copy",
+        "",
+        f"- branch `{workspace.branch}` from {workspace.source} at {workspace.base_commit[:12]}; "
+        f"the agent worked in `{workspace.workdir}`",
+        "- sandbox: "
+        + (
+            "bubblewrap (the copy alone writable, no network, a cleared environment)"
+            if workspace.sandboxed
+            else "**OFF** (RYSH_SANDBOX=off): commands ran unsandboxed, as the worker"
+        ),
+        f"- state: {workspace.state}"
+        + (f", kept as {workspace.kept_commit[:12]}" if workspace.kept_commit else "")
+        + (f", pushed to {workspace.pushed_to}" if workspace.pushed_to else ""),
+    ]
+    if workspace.carried_from_id:
+        lines.append(f"- carried over from run #{workspace.carried_from.run_id}")
+    lines += ["", "Diff stat (the whole run, against the commit it started from):", "", "```"]
+    for row in workspace.stat:
+        counts = "binary" if row["added"] is None else f"+{row['added']} -{row['removed']}"
+        lines.append(f"{row['status']} {row['path']}  {counts}")
+    if not workspace.stat:
+        lines.append("(no change measured yet)")
+    return [*lines, "```", ""]
 
 
 def _cell(text: str) -> str:

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from agents.providers import ProviderError, choose_provider, preflight_anthropic, script_beside
+from agents.sandbox import sandbox_problem
 from audit.services import audit_record
 from budgets.plan import Grant as PlanGrant
 from budgets.plan import grant_refusal
@@ -36,8 +37,10 @@ from runs.ledger import settle_pending_steps
 from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Control, Grant, Pass, Run, RunState
 from runs.report import write_report
 from runs.signals import run_paused
-from runs.wiring import site_url
+from runs.wiring import sandbox_config, site_url
 from spend.outlook import WorstCase, price_warnings, quota_lines
+from workspaces.models import WorkspaceState
+from workspaces.services import WorkspaceRefused, workspace_arm
 
 log = logging.getLogger(__name__)
 EXECUTE_FUNC = "runs.worker.execute_run"  # the worker's entry point, queued by path
@@ -148,6 +151,8 @@ def run_start(
             f"RYSH_CHROMIUM is {settings.RYSH_CHROMIUM}, which does not exist; install "
             "Chromium (make install) or unset RYSH_CHROMIUM to use Playwright's own"
         )
+    if spec.workdir is not None:
+        _refuse_without_sandbox(spec.target)
     executor, judge = models_for(spec)
     if dry_run:
         return DryRun(_dry_run_lines(spec, plan, source, args, str(output_dir), executor, judge, user=user))
@@ -175,6 +180,19 @@ def run_start(
         resumed_from=resumed_from,
         schedule=schedule,
     )
+
+
+def _refuse_without_sandbox(target: str) -> None:
+    """No sandbox, no workdir run (SPEC §11), unless an admin turned it off for everyone."""
+    config = sandbox_config()
+    if not config.enabled:
+        return
+    problem = sandbox_problem(config)
+    if problem:
+        raise RunRefused(
+            f"{target}: the sandbox cannot start on this machine ({problem}); a workdir run never runs "
+            "unsandboxed unless an admin sets RYSH_SANDBOX=off for the installation"
+        )
 
 
 def _create_run(
@@ -215,6 +233,15 @@ def _create_run(
                 script_path=str(source.script or ""),
                 resumed_from=resumed_from,
             )
+            if spec.workdir is not None:
+                workspace_arm(
+                    run=run,
+                    workdir=spec.workdir,
+                    commit=source.version.commit_sha if source.version else None,
+                    sandboxed=sandbox_config().enabled,
+                )
+    except WorkspaceRefused as exc:
+        raise RunRefused(str(exc)) from None
     except IntegrityError:
         active = active_run(spec.target)
         raise RunRefused(
@@ -252,6 +279,13 @@ def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, use
             + (f", only {', '.join(spec.allowed_domains)}" if spec.allowed_domains else "")
             + (", video kept" if spec.record else "")
         ]
+        if spec.approve:
+            lines.append(f"approval needed for: {', '.join(spec.approve)}")
+    if spec.workdir is not None:
+        lines.append(
+            f"working copy: its own copy of the repository, working in {spec.workdir}; commands "
+            + ("in the bubblewrap sandbox" if sandbox_config().enabled else "UNSANDBOXED (RYSH_SANDBOX=off)")
+        )
         if spec.approve:
             lines.append(f"approval needed for: {', '.join(spec.approve)}")
     lines += [f"schedule: {spec.schedule or 'none'}", f"results: {output_dir}"]
@@ -342,6 +376,9 @@ def run_continue(*, run: Run, user=None) -> str:
     if run.state != RunState.PAUSED:
         raise RunRefused(_nothing_to_continue(run))
     reason = run.pause_reason
+    gone = _copy_gone(run)
+    if gone:
+        raise RunRefused(gone)
     try:
         with transaction.atomic():
             if (
@@ -365,6 +402,19 @@ def run_continue(*, run: Run, user=None) -> str:
     audit_record(actor=user, action="run.continue", target=run, detail={"paused": reason})
     _enqueue_on_commit(run.pk)
     return f"run #{run.pk} continues from its checkpoint (was paused({reason}))"
+
+
+def _copy_gone(run: Run) -> str | None:
+    """Why a workdir run cannot go on from its checkpoint: its copy went to a resume or away."""
+    state = run.workspace.state if hasattr(run, "workspace") else None
+    if state == WorkspaceState.HANDED_OVER:
+        return (
+            f"run #{run.pk} cannot continue: its working copy went to run #{run.workspace.carried_to.run_id} "
+            "(a resume); continue that one"
+        )
+    if state in (WorkspaceState.DISCARDED, WorkspaceState.REMOVED):
+        return f"run #{run.pk} cannot continue: its working copy was {state}; resume starts afresh"
+    return None
 
 
 def _nothing_to_continue(run: Run) -> str:

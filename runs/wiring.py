@@ -1,5 +1,6 @@
 """The one place that turns a run into an armed engine: its recipe armed from the stored text,
-its model provider and its tools (a browser for web recipes, results and http for tasks)."""
+its model provider and its tools (a browser for web recipes, results and http for tasks, and
+for a task with `workdir:` a shell in the sandbox and file tools in the run's working copy)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ from urllib.parse import urljoin
 from django.conf import settings
 
 from agents.browser import BrowserTools
+from agents.coding_tools import CodingTools
 from agents.ports import ModelPort, ToolsPort
 from agents.providers import model_for
+from agents.sandbox import Sandbox, SandboxConfig
 from agents.task_tools import TaskTools
 from catalogue.spec import Kind, RecipeSpec
 from runs.arming import arm, system_prompt
 from runs.engine import Armed
 from runs.models import Control, Run, Step
+from workspaces.services import workspace_open, workspace_pass_ended
 
 
 def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = None) -> Armed:
@@ -23,16 +27,19 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
     plan = plan.granted(run.granted())  # an operator's grants raise the outer ceilings (SPEC §10)
     output_dir = Path(run.output_dir)
     if tools is None:
-        tools = (
-            web_tools(run, spec, output_dir) if spec.kind == Kind.WEB else TaskTools(output_dir, spec.allowed_domains)
-        )
+        if spec.kind == Kind.WEB:
+            tools = web_tools(run, spec, output_dir)
+        elif spec.workdir is not None:
+            tools = coding_tools(run, spec, output_dir)
+        else:
+            tools = TaskTools(output_dir, spec.allowed_domains)
     return Armed(
         spec=spec,
         plan=plan,
         output_dir=output_dir,
         model=model or model_for(run),
         tools=tools,
-        system=system_prompt(spec, run.output_dir),
+        system=system_prompt(spec, run.output_dir, workdir=getattr(tools, "start", None)),
     )
 
 
@@ -76,3 +83,74 @@ def web_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> BrowserTools:
 
 def _cancel_requested(run_id: int) -> bool:
     return Run.objects.filter(pk=run_id, control=Control.CANCEL).exists()
+
+
+def sandbox_config() -> SandboxConfig:
+    """The sandbox as the settings say: what it hides (the data folder with the database, the
+    secret key and other runs' copies; results; the worker's home) and its limits."""
+    hidden = [settings.DATA_DIR, settings.RYSH_RESULTS_DIR, settings.RYSH_SNAPSHOTS_DIR, settings.RYSH_WORKSPACES_DIR]
+    hidden += [Path(p) for p in settings.RYSH_SANDBOX_HIDE]
+    home = Path.home()
+    if home != Path("/") and home.is_dir():
+        hidden.append(home)
+    return SandboxConfig(
+        enabled=settings.RYSH_SANDBOX == "on",
+        memory_mb=settings.RYSH_SANDBOX_MEMORY_MB,
+        processes=settings.RYSH_SANDBOX_PROCESSES,
+        path=settings.RYSH_SANDBOX_PATH,
+        hidden=tuple(dict.fromkeys(str(Path(p).resolve()) for p in hidden)),
+        bwrap=settings.RYSH_SANDBOX_BWRAP,
+    )
+
+
+def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
+    """The run's working copy (made now on its first arming, found again on a continue) with
+    the shell and file tools in it; the agent starts in the recipe's workdir."""
+    workspace, copy = workspace_open(run=run)
+    config = sandbox_config()
+    sandbox = Sandbox(copy.tree, config=config, readonly=[(copy.git_dir, copy.tree / ".git")])
+    notes = [
+        "commands run in a bubblewrap sandbox: the working copy alone is writable, no network, a cleared environment"
+        if config.enabled
+        else "SANDBOX OFF (RYSH_SANDBOX=off): commands run as plain processes of the worker, with its "
+        "network and file system; an admin chose this for the installation"
+    ]
+
+    def pass_ended(number: int) -> str:
+        stat = workspace_pass_ended(workspace=workspace, pass_number=number)
+        return stat_text(stat)
+
+    return CodingTools(
+        root=copy.tree,
+        start=copy.tree / workspace.workdir,
+        output_dir=output_dir,
+        sandbox=sandbox,
+        command_timeout=settings.RYSH_COMMAND_TIMEOUT,
+        cancelled=lambda: _stop_reason(run.pk),
+        on_pass_end=pass_ended,
+        notes=notes,
+    )
+
+
+def stat_text(stat: list[dict]) -> str:
+    """`git diff --stat` in short: one line a file, then the totals."""
+    if not stat:
+        return ""
+    lines = []
+    for row in stat:
+        counts = "binary" if row["added"] is None else f"+{row['added']} -{row['removed']}"
+        lines.append(f"{row['status']} {row['path']}  {counts}")
+    added = sum(row["added"] or 0 for row in stat)
+    removed = sum(row["removed"] or 0 for row in stat)
+    lines.append(f"{len(stat)} file(s) changed, +{added} -{removed}")
+    return "\n".join(lines)
+
+
+def _stop_reason(run_id: int) -> str | None:
+    """A command in flight is killed (its whole process group) on a cancel or a stop."""
+    control = Run.objects.filter(pk=run_id).values_list("control", flat=True).first()
+    if control == Control.CANCEL:
+        return "the run was cancelled"
+    if control == Control.STOP:
+        return "the run was asked to stop"
+    return None

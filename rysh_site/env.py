@@ -31,3 +31,12 @@ def envint(name: str, default: int, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}: expected a whole number of at least {minimum}, got {value}")
     return value
+
+
+def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw not in choices:
+        raise ImproperlyConfigured(f"{name}: expected {' or '.join(choices)}, got {raw!r}")
+    return raw

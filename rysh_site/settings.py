@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 
-from rysh_site.env import envbool, envint, envstr
+from rysh_site.env import envbool, envchoice, envint, envstr
 from rysh_site.security import private_dir, restrict_umask
 
 # First, before anything is written: files 0600 and folders 0700 for this process and its
@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "spend",
     "agents",
     "demo_site",
+    "workspaces",
 ]
 
 MIDDLEWARE = [
@@ -258,6 +259,22 @@ RYSH_APPROVAL_TIMEOUT = envint("RYSH_APPROVAL_TIMEOUT", 1800, minimum=1)  # then
 # outer ceilings (passes, outer total, outer time); 100: the recipe's own once more
 RYSH_GRANT_MAX_PERCENT = envint("RYSH_GRANT_MAX_PERCENT", 100, minimum=0)
 RYSH_SCHEDULE_MAX_FAILURES = envint("RYSH_SCHEDULE_MAX_FAILURES", 5, minimum=1)
+
+# coding loops (SPEC §11): each `workdir:` run works in its own copy of the recipes repository
+RYSH_WORKSPACES_DIR = Path(envstr("RYSH_WORKSPACES_DIR", str(DATA_DIR / "workspaces"))).resolve()
+# copies of finished runs nobody kept are removed this many days after the run ended (0: never)
+RYSH_WORKSPACE_KEEP_DAYS = envint("RYSH_WORKSPACE_KEEP_DAYS", 14, minimum=0)
+# every command runs in a bubblewrap sandbox; `off` (an admin's choice, shown on every such
+# run) runs them as plain processes of the worker
+RYSH_SANDBOX = envchoice("RYSH_SANDBOX", "on", ("on", "off"))
+RYSH_SANDBOX_BWRAP = envstr("RYSH_SANDBOX_BWRAP", "bwrap")
+RYSH_COMMAND_TIMEOUT = envint("RYSH_COMMAND_TIMEOUT", 120, minimum=1)  # seconds a command may run
+RYSH_SANDBOX_MEMORY_MB = envint("RYSH_SANDBOX_MEMORY_MB", 4096, minimum=64)  # per process
+RYSH_SANDBOX_PROCESSES = envint("RYSH_SANDBOX_PROCESSES", 512, minimum=8)
+# more folders the sandbox shows empty, ':'-separated (the data folder, results and the worker's
+# home are hidden always): put any folder with secrets here
+RYSH_SANDBOX_HIDE = [p for p in envstr("RYSH_SANDBOX_HIDE").split(":") if p]
+RYSH_SANDBOX_PATH = envstr("RYSH_SANDBOX_PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 
 LOGGING = {
     "version": 1,

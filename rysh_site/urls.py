@@ -16,6 +16,7 @@ urlpatterns = [
     path("", include("notify.urls")),
     path("", include("audit.urls")),
     path("", include("spend.urls")),
+    path("", include("workspaces.urls")),
 ]
 if settings.RYSH_DEMO_SITE:
     # the offline web demo's target, public (no login): mounted only when the demo is on

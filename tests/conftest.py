@@ -93,3 +93,10 @@ def drive(run, model):
     worker.execute(run.pk, lambda r: arm_run(r, model=model))
     run.refresh_from_db()
     return run
+
+
+@pytest.fixture(autouse=True)
+def workspaces_root(settings, tmp_path):
+    """Working copies of coding runs (workspaces/) land in the test's own folder, never .data/."""
+    settings.RYSH_WORKSPACES_DIR = tmp_path / "workspaces"
+    return settings.RYSH_WORKSPACES_DIR

@@ -18,6 +18,7 @@ PACKAGES = (
     "runs",
     "rysh_site",
     "schedules",
+    "workspaces",
 )
 
 

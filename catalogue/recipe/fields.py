@@ -42,8 +42,10 @@ _TOP_KEYS = (
     "model",
     "judge_model",
     "notify",
+    "workdir",
 )
 _WEB_ONLY = ("web_profile", "url", "web_read", "record")
+_TASK_ONLY = ("workdir",)
 _LOOP_KEYS = ("do", "while")
 _DO_KEYS = ("interval", "max_iterations", "max_duration", "auto_continue", "budget", "model")
 _DO_BUDGET_KEYS = ("size", "watch")
@@ -89,6 +91,13 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
             if key in keys:
                 r.add(keys[key], key, "applies to web recipes only (this is a task recipe)")
         keys = {key: node for key, node in keys.items() if key not in _WEB_ONLY}
+    if kind is Kind.WEB:
+        for key in _TASK_ONLY:
+            if key in keys:
+                r.add(
+                    keys[key], key, "applies to task recipes only (a web recipe drives a browser, not a working copy)"
+                )
+        keys = {key: node for key, node in keys.items() if key not in _TASK_ONLY}
     values = r.read_keys(
         keys,
         "",
@@ -113,8 +122,11 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
             "model": r.text,
             "judge_model": r.text,
             "notify": functools.partial(_read_notify, r),
+            "workdir": functools.partial(_read_workdir, r),
         },
     )
+    if "workdir" in values:
+        values["workdir_line"] = r.line(keys["workdir"])
     do, loop_while, warnings = _read_loop(r, keys)
     if kind is not None and name is not None:
         values.setdefault("output_dir", default_output_dir(kind, name))
@@ -288,6 +300,35 @@ def _read_output_dir(r: Reader, node, field, *, kind: Kind | None, name: str | N
         r.add(node, field, f"{value!r} climbs out of the results root with '..': output_dir must stay inside it")
     elif (foreign := foreign_output_dir(normal, kind, name)) is not None:
         r.add(node, field, f"expected {own_output_dir(kind, name)}, got {value!r}: {foreign}")
+    else:
+        return normal
+    return None
+
+
+def _read_workdir(r: Reader, node, field) -> str | None:
+    """A folder of the recipes repository, relative to its root ("." for the root itself),
+    normalised with '/'. Whether it exists is a fact of the repository at a commit: the
+    catalogue checks that (catalogue.workspace_check), the reader only the shape."""
+    value = r.value(node, field)
+    if value is BAD:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        r.expected(node, field, 'a folder of the repository, relative to its root ("." for the root)')
+        return None
+    value = value.strip()
+    normal = posixpath.normpath(value.replace("\\", "/"))
+    if "\x00" in value:
+        r.expected(node, field, "a folder path without NUL characters")
+    elif normal.startswith("/") or value.startswith("~") or re.match(r"[A-Za-z]:", value):
+        r.add(
+            node,
+            field,
+            f'expected a folder relative to the repository\'s root ("." for the root), got {value!r} (an absolute path)',
+        )
+    elif normal == ".." or normal.startswith("../"):
+        r.add(node, field, f"{value!r} climbs out of the repository with '..': workdir must stay inside it")
+    elif normal == ".git" or normal.startswith(".git/"):
+        r.add(node, field, f"{value!r} is git's own folder, not a place to work")
     else:
         return normal
     return None

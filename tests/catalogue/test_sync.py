@@ -269,12 +269,33 @@ def test_seed_demo_creates_syncs_and_schedules_once(settings, tmp_path, capsys):
     call_command("seed_demo")
     out = capsys.readouterr().out
     assert "recipes: created the demo repository" in out
-    assert "synced: 4 recipes, 4 changed, 0 invalid" in out
-    assert "synced: 4 recipes, 0 changed, 0 invalid" in out
+    assert "synced: 5 recipes, 5 changed, 0 invalid" in out
+    assert "synced: 5 recipes, 0 changed, 0 invalid" in out
     schedule = Schedule.objects.get(func="catalogue.tasks.sync_task")
     assert (schedule.schedule_type, schedule.minutes) == (Schedule.MINUTES, 1)
-    assert sync_task().startswith("synced: 4 recipes, 0 changed")
-    assert {r.name for r in Recipe.objects.all()} == {"halilagin-medium", "reading-list", "scout", "tiny-press"}
+    assert sync_task().startswith("synced: 5 recipes, 0 changed")
+    names = {r.name for r in Recipe.objects.all()}
+    assert names == {"fix-the-test", "halilagin-medium", "reading-list", "scout", "tiny-press"}
+
+
+def test_seed_demo_adds_the_demo_files_an_older_seed_did_not_have(settings, tmp_path, capsys):
+    settings.DEMO_RECIPES_REPO = settings.RYSH_RECIPES_REPO = str(tmp_path / "demo-recipes")
+    settings.DATA_DIR = tmp_path
+    call_command("seed_demo")
+    repo = tmp_path / "demo-recipes"
+    (repo / "tiny-calc/calc.py").write_text("# someone's own edit\n")
+    subprocess.run(
+        ["git", "-C", str(repo), "rm", "-q", "-r", "tiny-calc/README.md", ".rysh/automations/tasks"], check=True
+    )
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qam", "old"], check=True
+    )
+    call_command("seed_demo")
+    assert "added 5 new demo file(s)" in capsys.readouterr().out
+    assert (repo / "tiny-calc/calc.py").read_text() == "# someone's own edit\n"  # what exists is left alone
+    assert (repo / ".rysh/automations/tasks/fix-the-test.md").is_file()
+    log = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%s"], capture_output=True, text=True).stdout
+    assert log.startswith("Demo recipes: add ")
 
 
 def test_the_benchmark_runs_and_holds_its_rules():

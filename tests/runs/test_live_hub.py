@@ -93,11 +93,11 @@ def test_each_set_of_permissions_gets_its_own_render_and_a_viewer_no_buttons(set
         got = {name: await communicator.receive_from(timeout=5) for name, (communicator, _) in sockets.items()}
         assert all('<span id="run-verdict">NO</span>' in html for html in got.values())
         assert BUTTON in got["operator"] and BUTTON not in got["viewer"]
-        assert BUTTON not in got["editor"]  # an editor reads neither "operate" nor "audit" here, only "label"
+        assert BUTTON not in got["editor"]  # an editor reads neither "operate" nor "audit" here: "label", "edit"
         # one render for each set of grants: the viewer's, the editor's (labels), the operator's
         assert renders == {
             ("run", run.pk, frozenset()): 1,
-            ("run", run.pk, frozenset({"label"})): 1,
+            ("run", run.pk, frozenset({"label", "edit"})): 1,
             ("run", run.pk, frozenset({"operate", "audit", "label"})): 1,
         }
         for communicator, _ in sockets.values():

@@ -62,6 +62,8 @@ class Command(BaseCommand):
     def _seed_repository(self, repo: Path) -> None:
         if repo.exists():
             self.stdout.write(f"recipes: {repo}")
+            if str(repo) == settings.DEMO_RECIPES_REPO:
+                self._add_new_demo_files(repo)
             return
         shutil.copytree(DEMO_SOURCE, repo)
         branch = settings.RYSH_RECIPES_BRANCH
@@ -72,6 +74,24 @@ class Command(BaseCommand):
         ):
             subprocess.run(["git", "-C", str(repo), *command], check=True)
         self.stdout.write(f"recipes: created the demo repository at {repo}")
+
+    def _add_new_demo_files(self, repo: Path) -> None:
+        """The demo repository of an earlier seed gets the demo files added since, in a commit
+        of their own (nothing it holds is changed: files that exist are left alone)."""
+        added = []
+        for source in sorted(p for p in DEMO_SOURCE.rglob("*") if p.is_file()):
+            relative = source.relative_to(DEMO_SOURCE)
+            target = repo / relative
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
+                added.append(str(relative))
+        if not added:
+            return
+        subprocess.run(["git", "-C", str(repo), "add", "--", *added], check=True)
+        message = "Demo recipes: add " + ", ".join(added)
+        subprocess.run(["git", "-C", str(repo), *GIT_AUTHOR, "commit", "-q", "-m", message], check=True)
+        self.stdout.write(f"recipes: added {len(added)} new demo file(s) to {repo}")
 
     @transaction.atomic  # a password changed here is kept only if the file below was written
     def _seed_login(self, remembered: Path) -> None:

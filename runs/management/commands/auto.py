@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents import profiles
 from agents.browser import BROWSER_TOOL_NAMES
+from agents.coding_tools import BASH_TOOL, FILE_TOOL_NAMES
 from agents.task_tools import HTTP_TOOL, RESULT_TOOLS
 from audit.context import CLI, audit_context, cli_actor_name
 from budgets.plan import Grant as PlanGrant
@@ -34,6 +35,10 @@ from schedules import services as schedule_services
 from schedules.models import RecipeSchedule
 from spend.cli import price_cli, quota_cli
 from spend.outlook import WorstCase, price_warnings, quota_lines
+from workspaces import services as workspace_services
+from workspaces.copies import CopyError
+from workspaces.models import Workspace
+from workspaces.selectors import diff_text
 
 ACTIONS = [
     "run",
@@ -52,6 +57,9 @@ ACTIONS = [
     "schedule",
     "profile",
     "rejudge",
+    "diff",
+    "keep",
+    "discard",
 ]
 SPEND = {"quota": quota_cli, "price": price_cli}  # `auto quota …`, `auto price …`: no recipe kind
 SPEND_ACTIONS = ["set", "list", "rm"]
@@ -64,6 +72,7 @@ class Command(BaseCommand):
         "Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|grant|resume|land|"
         "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
         "auto <kind> rejudge NAME [--until-file F] [-n 10] [--judge-model M]; "
+        "auto task diff|keep|discard NAME [--run ID] [--pass N]; "
         "auto <kind> schedule add|list|rm|enable|disable|owner ...; auto web profile list|rm [NAME]; "
         "auto quota set|list|rm ...; auto price set|list|rm ..."
     )
@@ -94,6 +103,8 @@ class Command(BaseCommand):
         parser.add_argument("-n", dest="rejudge_n", type=int, default=10, help="rejudge: the last N judged passes")
         parser.add_argument("--judge-model", help="rejudge: the judge model (default: the recipe's)")
         parser.add_argument("--time", dest="grant_time", help="grant: extra outer time (90s, 7m, 1h30m)")
+        parser.add_argument("--run", dest="run_id", help="diff|keep|discard: this run (#12) instead of the latest")
+        parser.add_argument("--pass", dest="pass_number", type=int, help="diff: one pass's changes")
         for name in OVERRIDE_OPTIONS:
             parser.add_argument(
                 f"--{name.replace('_', '-')}", dest=f"override_{name}", help=f"per-run override of {name}"
@@ -111,7 +122,7 @@ class Command(BaseCommand):
                 for line in SPEND[kind](action, words, options):
                     self.stdout.write(line)
             return
-        if action not in ("status", "history", "schedule", "profile") and not target:
+        if action not in ("status", "history", "schedule", "profile") and not target and not options.get("run_id"):
             raise CommandError(f"auto {kind} {action} needs a recipe name or a run id")
         try:
             # the CLI has no login: audit rows name the OS user (`cli:<user>`) and no address
@@ -398,6 +409,40 @@ class Command(BaseCommand):
         else:
             raise CommandError(f"unknown profile action {sub!r}: auto web profile list|rm NAME")
 
+    # -- a coding run's working copy (SPEC §11) --------------------------------------------
+
+    def do_diff(self, target, recipe_args, options):
+        """The unified diff of the run's working copy against the commit it started from."""
+        workspace = self._workspace(target, options)
+        try:
+            text = diff_text(workspace, options.get("pass_number"))
+        except CopyError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(text, ending="")
+        if not text:
+            self.stderr.write(f"run #{workspace.run_id}: no change in its working copy")
+
+    def do_keep(self, target, recipe_args, options):
+        workspace = self._workspace(target, options)
+        try:
+            self.stdout.write(workspace_services.workspace_keep(workspace=workspace))
+        except workspace_services.WorkspaceRefused as exc:
+            raise CommandError(str(exc)) from None
+
+    def do_discard(self, target, recipe_args, options):
+        workspace = self._workspace(target, options)
+        try:
+            self.stdout.write(workspace_services.workspace_discard(workspace=workspace))
+        except workspace_services.WorkspaceRefused as exc:
+            raise CommandError(str(exc)) from None
+
+    def _workspace(self, target: str, options) -> Workspace:
+        run = self._run(f"#{options['run_id'].lstrip('#')}" if options.get("run_id") else target, states=None)
+        workspace = Workspace.objects.filter(run=run).select_related("run").first()
+        if workspace is None:
+            raise CommandError(f"run #{run.pk} of {run.target} has no working copy (its recipe has no workdir:)")
+        return workspace
+
     def _run(self, target: str, states=ACTIVE_STATES) -> Run:
         """A run id, or the recipe's active run (any latest run when `states` is None)."""
         digits = target.lstrip("#")
@@ -516,11 +561,17 @@ def _user(username: str):
 
 def _approve_warnings(spec) -> list[str]:
     """`approve:` entries that name no tool of this kind of recipe would never hold anything."""
-    known = {t["name"] for t in RESULT_TOOLS} | (BROWSER_TOOL_NAMES if spec.kind == Kind.WEB else {HTTP_TOOL["name"]})
+    known = {t["name"] for t in RESULT_TOOLS}
+    if spec.kind == Kind.WEB:
+        known |= BROWSER_TOOL_NAMES
+    elif spec.workdir is not None:
+        known |= {BASH_TOOL["name"], *FILE_TOOL_NAMES}
+    else:
+        known |= {HTTP_TOOL["name"]}
     return [
         f"approve: {entry!r} names no {spec.kind} tool ({', '.join(sorted(known))}), so it never holds anything"
         for entry in spec.approve
-        if entry.partition(":")[0].strip() not in known
+        if entry.partition(":")[0].partition("(")[0].strip() not in known
     ]
 
 

@@ -1,0 +1,170 @@
+"""The tools port of a coding recipe (`workdir:`, SPEC §11): a shell command in the sandbox,
+the file tools confined to the run's working copy, and the results tools.
+
+Commands run through agents.sandbox (bubblewrap: the copy read-write and nothing else, no
+network, a cleared environment); the file tools (agents.file_tools) run here and refuse any
+path that resolves outside the copy. Like every tool, each failure goes back to the model as
+a tool error; nothing here raises into the engine.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agents.file_tools import FILE_TOOLS, FileTools
+from agents.ports import ToolResult
+from agents.sandbox import Sandbox, SandboxUnavailable
+from agents.task_tools import ResultsTools
+from budgets.guard import cut_marker
+
+BASH_TOOL = {
+    "name": "bash",
+    "description": (
+        "Run a shell command (bash) in the working copy and get its exit status, stdout and stderr. "
+        "Commands run in a sandbox: the working copy is writable, nothing else is, and there is no "
+        "network. Each command starts afresh in the working folder (cd does not carry over; chain "
+        "with &&). Long outputs are cut in the middle. Optional timeout in seconds."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "e.g. python3 -m unittest -v"},
+            "timeout": {"type": "integer", "description": "seconds, at most the default (2 minutes)"},
+        },
+        "required": ["command"],
+    },
+}
+FILE_TOOL_NAMES = frozenset(tool["name"] for tool in FILE_TOOLS)
+# what stands before the command itself in a simple command: `FOO=1 env nice git push`
+_WRAPPERS = frozenset({"env", "exec", "command", "nohup", "time", "nice", "sudo", "builtin", "xargs"})
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+# where one simple command ends and the next begins (bash's list and pipe operators, subshells)
+_SEPARATORS = re.compile(r"\|\||&&|[;&|\n()`]|\$\(")
+
+
+class CodingTools:
+    def __init__(
+        self,
+        *,
+        root: Path,
+        start: Path,
+        output_dir: Path,
+        sandbox: Sandbox,
+        command_timeout: float,
+        cancelled: Callable[[], str | None] = lambda: None,
+        on_pass_end: Callable[[int], str | None] | None = None,
+        notes: list[str] | None = None,
+    ):
+        self.root, self.start = Path(root), Path(start)
+        self.results = ResultsTools(output_dir)
+        self.files = FileTools(self.root, start=self.start)
+        self.sandbox = sandbox
+        self.command_timeout = command_timeout
+        self.cancelled = cancelled
+        self.on_pass_end = on_pass_end
+        self.notes = list(notes or [])  # the worker records these as the run's events
+        self.deadline: float | None = None  # time.monotonic() when the leg's clock runs out (the engine sets it)
+        self._diff_stat: dict[int, str] = {}
+
+    @property
+    def room_chars(self) -> int | None:
+        return self.results.room_chars
+
+    @room_chars.setter
+    def room_chars(self, chars: int | None) -> None:
+        self.results.room_chars = chars
+        self.files.room_chars = chars
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [BASH_TOOL, *FILE_TOOLS, *self.results.specs()]
+
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        if not isinstance(arguments, dict):
+            return ToolResult(f"{name}: arguments must be an object", is_error=True)
+        if name == "bash":
+            return self._bash(arguments.get("command"), arguments.get("timeout"))
+        if name in FILE_TOOL_NAMES:
+            return self.files.call(name, arguments)
+        return self.results.call(name, arguments)
+
+    def _bash(self, command: object, timeout: object) -> ToolResult:
+        if not isinstance(command, str) or not command.strip():
+            return ToolResult("bash: command must be a non-empty text", is_error=True)
+        seconds = self.command_timeout
+        if timeout is not None:
+            if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+                return ToolResult("bash: timeout must be a positive number of seconds", is_error=True)
+            seconds = min(seconds, float(timeout))
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left < 1:
+                return ToolResult("bash: not run: this leg's time is up", is_error=True)
+            seconds = min(seconds, left)
+        try:
+            outcome = self.sandbox.run(command, cwd=self.start, timeout=seconds, cancelled=self.cancelled)
+        except SandboxUnavailable as exc:
+            return ToolResult(f"bash: the sandbox cannot start, so the command was not run: {exc}", is_error=True)
+        text = outcome.text()
+        if self.room_chars is not None and len(text) > self.room_chars:
+            text = text[: self.room_chars] + "\n" + cut_marker(len(text), self.room_chars)
+        return ToolResult(text, is_error=outcome.killed is not None)
+
+    # -- approvals: `approve: [bash]` or `bash(git push:*)` --------------------------------
+
+    def approval_subjects(self, name: str, arguments: dict) -> list[str]:
+        if name != "bash":
+            return [v for v in arguments.values() if isinstance(v, str)]
+        command = arguments.get("command")
+        return command_subjects(command) if isinstance(command, str) else []
+
+    # -- the engine's optional hooks ---------------------------------------------------------
+
+    def pass_ended(self, number: int) -> None:
+        """The working copy's tree at the pass's end: its diff and stat (the judge reads it)."""
+        if self.on_pass_end is not None:
+            self._diff_stat[number] = self.on_pass_end(number) or ""
+
+    def judge_evidence(self, number: int) -> list[tuple[str, str]]:
+        stat = self._diff_stat.get(number)
+        return [("diff_stat", stat or "(no change to the working copy)")] if stat is not None else []
+
+
+def command_subjects(command: str) -> list[str]:
+    """What a `bash(...)` approval pattern is matched against: the command as given, then each
+    simple command in it without the assignments and wrappers before it, so `bash(git push:*)`
+    also holds `cd x && FOO=1 git push` and `bash -c 'git push'`. Best effort, not a shell
+    parser: the sandbox (no network, the copy alone writable) is the boundary, the gate a
+    person's say on top of it."""
+    found = [command.strip(), *_inner(command)]
+    for part in _SEPARATORS.split(command):
+        simple = _simple(part)
+        if simple:
+            found.append(simple)
+            found += _inner(part)
+    return list(dict.fromkeys(found))
+
+
+def _simple(part: str) -> str:
+    words = [word.strip("'\"") for word in part.strip().split()]  # a quote split off its pair
+    words = [word for word in words if word]
+    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
+        words.pop(0)
+    return " ".join(words)
+
+
+def _inner(simple: str) -> list[str]:
+    """`bash -c 'git push'`, `sh -c "..."`: the script inside, as its own commands."""
+    try:
+        words = shlex.split(simple)
+    except ValueError:
+        return []
+    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
+        words.pop(0)
+    if len(words) >= 3 and Path(words[0]).name in ("bash", "sh", "dash", "zsh") and words[1] == "-c":
+        return command_subjects(words[2])
+    return []

@@ -1,0 +1,99 @@
+"""A run's working copy in git plumbing, on real repositories."""
+
+import subprocess
+
+import pytest
+
+from tests.recipes_git import git
+from workspaces import copies
+from workspaces.copies import Copy, CopyError
+
+
+@pytest.fixture
+def source(tmp_path):
+    repo = tmp_path / "source"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "pkg").mkdir()
+    (repo / "pkg/calc.py").write_text("def mean(v):\n    return sum(v) / (len(v) - 1)\n")
+    (repo / "pkg/test_calc.py").write_text("assert True\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    first = git(repo, "rev-parse", "HEAD")
+    (repo / "later.txt").write_text("a later commit\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "second")
+    return repo, first
+
+
+def test_it_copies_the_armed_commit_on_a_branch_of_its_own(tmp_path, source):
+    repo, first = source
+    before = git(repo, "for-each-ref")
+    copy = copies.create(tmp_path / "ws/1", source=repo, commit=first, branch="rysh/job/run-1")
+    assert (copy.tree / "pkg/calc.py").is_file()
+    assert not (copy.tree / "later.txt").exists()  # the armed commit, not the branch's tip
+    assert copies.git(copy, "rev-parse", "--abbrev-ref", "HEAD").strip() == "rysh/job/run-1"
+    assert (copy.tree / ".git").is_dir() and not any((copy.tree / ".git").iterdir())  # the mount point
+    assert git(repo, "for-each-ref") == before  # the source's branches untouched
+    assert git(repo, "status", "--porcelain") == ""  # and its checkout
+
+
+def test_it_measures_changes_as_trees_without_moving_the_copy(tmp_path, source):
+    repo, first = source
+    copy = copies.create(tmp_path / "ws/1", source=repo, commit=first, branch="b")
+    start = copies.tree_of(copy, first)
+    (copy.tree / "pkg/calc.py").write_text("def mean(v):\n    return sum(v) / len(v)\n")
+    (copy.tree / "pkg/new.py").write_text("x = 1\n")
+    (copy.tree / "blob.bin").write_bytes(b"\0\1\2")
+    tree = copies.snapshot(copy)
+    rows = {s.path: s for s in copies.stat(copy, start, tree)}
+    assert (rows["pkg/calc.py"].added, rows["pkg/calc.py"].removed, rows["pkg/calc.py"].status) == (1, 1, "M")
+    assert rows["pkg/new.py"].status == "A" and rows["blob.bin"].binary
+    patch = copies.patch(copy, start, tree)
+    assert "-    return sum(v) / (len(v) - 1)" in patch and "+    return sum(v) / len(v)" in patch
+    assert copies.git(copy, "status", "--porcelain").count("??") == 2  # the copy's own index did not move
+
+
+def test_it_ignores_a_git_folder_the_agent_writes_into_the_tree(tmp_path, source):
+    repo, first = source
+    copy = copies.create(tmp_path / "ws/1", source=repo, commit=first, branch="b")
+    (copy.tree / ".git/config").write_text("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    copies.ensure_mount_point(copy)
+    assert not any((copy.tree / ".git").iterdir())
+    copy.tree.joinpath(".gitattributes").write_text("* filter=evil\n")
+    copies.git(copy, "config", "--get", "core.bare")  # our config still answers
+    assert copies.snapshot(copy)  # no filter runs: it is not defined in our config
+
+
+def test_it_commits_the_work_and_pushes_a_new_branch_never_forced(tmp_path, source):
+    repo, first = source
+    copy = copies.create(tmp_path / "ws/1", source=repo, commit=first, branch="rysh/job/run-1")
+    (copy.tree / "pkg/calc.py").write_text("fixed\n")
+    sha = copies.commit(copy, branch="rysh/job/run-1", message="keep", name="Ada", email="ada@example.com")
+    assert copies.commit(copy, branch="rysh/job/run-1", message="again", name="Ada", email="a@b") == sha
+    assert copies.git(copy, "status", "--porcelain") == ""
+    copies.push(copy, branch="rysh/job/run-1", destination=repo)
+    assert git(repo, "rev-parse", "refs/heads/rysh/job/run-1") == sha
+    assert git(repo, "show", f"{sha}:pkg/calc.py") == "fixed"
+    assert git(repo, "log", "-1", "--format=%an", sha) == "Ada"
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main"  # the source's checkout stays
+
+
+def test_it_refuses_a_commit_the_source_does_not_have(tmp_path, source):
+    repo, _ = source
+    with pytest.raises(CopyError, match="fetch failed"):
+        copies.create(tmp_path / "ws/1", source=repo, commit="1" * 40, branch="b")
+    assert not (tmp_path / "ws/1").exists()
+    assert [p.name for p in (tmp_path / "ws").iterdir()] == []  # the half-made copy is gone
+
+
+def test_it_makes_a_copy_git_reads_from_inside_the_tree(tmp_path, source):
+    repo, first = source
+    copy = copies.create(tmp_path / "ws/1", source=repo, commit=first, branch="b")
+    (copy.tree / "pkg/calc.py").write_text("changed\n")
+    # what `git status` inside the sandbox sees: the tree's .git is the copy's git directory
+    done = subprocess.run(
+        ["git", f"--git-dir={copy.git_dir}", "status", "--porcelain"], cwd=copy.tree, capture_output=True, text=True
+    )
+    assert done.stdout.strip() == "M pkg/calc.py"
+    assert Copy(copy.home).exists

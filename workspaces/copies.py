@@ -1,0 +1,237 @@
+"""A run's own working copy, in git plumbing (no Django models; paths in, facts out).
+
+A copy is a folder `home` holding two things:
+
+- `home/tree`: the working tree, the agent's. Commands run in it, read-write, in the sandbox.
+- `home/git`: its git directory, ours. The sandbox mounts it read-only at `tree/.git`, so
+  `git status` and `git diff` work inside while the agent can change neither the config nor
+  the hooks nor the refs. Outside the sandbox we always name both (`--git-dir`, `--work-tree`),
+  so nothing the agent writes into the tree (a `.git` of its own, `.gitattributes`) can make
+  our git run a program: filters, diff drivers and fsmonitor live in config, which is ours.
+
+The copy is made with its own object store (`fetch` of the one commit, no hard links), so
+nothing done inside can reach the recipes repository's objects, branches or checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ZERO = "0" * 40
+# An inherited GIT_DIR or GIT_INDEX_FILE would point git elsewhere.
+_GIT_ENV_DROP = {
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+}
+# never a program of the tree's choosing, whatever .gitattributes says
+_SAFE = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.external="]
+PATCH_LIMIT = 4 * 1024 * 1024  # characters of a diff read for a page at most
+# caches that tools leave behind when they run, never the work: left out of every diff and keep
+# (info/exclude, on top of the repository's own .gitignore)
+CACHES = ("__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/", "node_modules/")
+
+
+class CopyError(Exception):
+    """The copy could not be made or read; the message says what git said."""
+
+
+@dataclass(frozen=True)
+class Copy:
+    home: Path
+
+    @property
+    def tree(self) -> Path:
+        return self.home / "tree"
+
+    @property
+    def git_dir(self) -> Path:
+        return self.home / "git"
+
+    @property
+    def exists(self) -> bool:
+        return self.git_dir.is_dir() and self.tree.is_dir()
+
+
+@dataclass(frozen=True)
+class FileStat:
+    path: str
+    added: int | None  # None: a binary file
+    removed: int | None
+    status: str = "M"  # A | M | D | R
+
+    @property
+    def binary(self) -> bool:
+        return self.added is None
+
+
+def git(copy: Copy, *args: str, env: dict | None = None, input: str | None = None, ok=(0,)) -> str:
+    full = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+    full.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", **(env or {}))
+    try:
+        done = subprocess.run(
+            ["git", f"--git-dir={copy.git_dir}", f"--work-tree={copy.tree}", *_SAFE, *args],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env=full,
+            input=input,
+            check=False,
+        )
+    except OSError as exc:
+        raise CopyError(f"cannot run git: {exc}") from None
+    if done.returncode not in ok:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise CopyError(f"git {args[0]} failed: {said[-1] if said else f'exit {done.returncode}'}")
+    return done.stdout
+
+
+def create(home: Path, *, source: Path, commit: str, branch: str) -> Copy:
+    """A fresh copy of `source` (a git directory or a checkout) at `commit`, on `branch`."""
+    copy = Copy(Path(home))
+    if copy.exists:
+        return copy  # a worker that died after making it: the copy is the run's already
+    partial = Path(tempfile.mkdtemp(prefix=".making-", dir=_made_parent(copy.home)))
+    draft = Copy(partial)
+    try:
+        _run(["git", "init", "-q", "--bare", str(draft.git_dir)])
+        git(draft, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", str(source), commit)
+        draft.tree.mkdir()
+        git(draft, "checkout", "-q", "-b", branch, commit)
+        # the tree's path is the copy's, once renamed: the sandbox shows it where it lies
+        for key, value in (("core.bare", "false"), ("core.worktree", str(copy.tree)), ("gc.auto", "0")):
+            git(draft, "config", key, value)
+        (draft.git_dir / "info").mkdir(exist_ok=True)
+        (draft.git_dir / "info/exclude").write_text("# caches, never the work (rysh)\n" + "\n".join(CACHES) + "\n")
+        (draft.tree / ".git").mkdir()  # where the sandbox mounts the git directory, read-only
+        os.rename(partial, copy.home)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return copy
+
+
+def _made_parent(home: Path) -> Path:
+    home.parent.mkdir(parents=True, exist_ok=True)
+    return home.parent
+
+
+def _run(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise CopyError(f"{command[0]} {command[1]} failed: {done.stderr.strip() or done.returncode}")
+
+
+def ensure_mount_point(copy: Copy) -> None:
+    """`tree/.git` must be an empty folder for the sandbox to mount the git directory on: an
+    agent's command cannot remove it (it is a mount point inside), a file tool refuses it."""
+    mount = copy.tree / ".git"
+    if mount.is_symlink() or (mount.exists() and not mount.is_dir()):
+        mount.unlink()
+    if mount.is_dir() and any(mount.iterdir()):
+        shutil.rmtree(mount)
+    mount.mkdir(exist_ok=True)
+
+
+def snapshot(copy: Copy) -> str:
+    """The tree as it stands now (untracked files included, .gitignore'd ones not), written
+    as a git tree object on a throwaway index: the copy's own index and HEAD are not moved."""
+    with tempfile.TemporaryDirectory(prefix="rysh-index-") as tmp:
+        index = Path(tmp) / "index"
+        own = copy.git_dir / "index"
+        if own.exists():
+            shutil.copyfile(own, index)  # its stat cache: only changed files are read
+        env = {"GIT_INDEX_FILE": str(index)}
+        git(copy, "add", "-A", "--", ".", env=env)
+        return git(copy, "write-tree", env=env).strip()
+
+
+def tree_of(copy: Copy, commit: str) -> str:
+    return git(copy, "rev-parse", f"{commit}^{{tree}}").strip()
+
+
+def stat(copy: Copy, old: str, new: str) -> list[FileStat]:
+    """What changed between two trees (or commits): one FileStat a file, renames found."""
+    raw = git(copy, "diff", "--no-ext-diff", "--no-textconv", "-M", "--numstat", "-z", old, new)
+    kinds = _statuses(copy, old, new)
+    found, items = [], iter(raw.split("\0"))
+    for entry in items:
+        if not entry:
+            continue
+        added, removed, path = entry.split("\t", 2)
+        if path == "":  # a rename: the old path, then the new
+            _old, path = next(items, ""), next(items, "")
+        binary = added == "-"
+        found.append(
+            FileStat(
+                path=path,
+                added=None if binary else int(added),
+                removed=None if binary else int(removed),
+                status=kinds.get(path, "M"),
+            )
+        )
+    return found
+
+
+def _statuses(copy: Copy, old: str, new: str) -> dict[str, str]:
+    raw = git(copy, "diff", "--no-ext-diff", "-M", "--name-status", "-z", old, new)
+    found, items = {}, iter(raw.split("\0"))
+    for status in items:
+        if not status:
+            continue
+        path = next(items, "")
+        if status.startswith(("R", "C")):
+            path = next(items, "")
+        found[path] = status[0]
+    return found
+
+
+def patch(copy: Copy, old: str, new: str, *, binary: bool = False, paths: tuple[str, ...] = ()) -> str:
+    """The unified diff between two trees; `binary` for a patch `git apply` can take whole."""
+    args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--full-index" if binary else "-U3"]
+    if binary:
+        args.append("--binary")
+    return git(copy, *args, old, new, "--", *paths)
+
+
+def commit(copy: Copy, *, branch: str, message: str, name: str, email: str) -> str:
+    """Commit the tree as it stands on `branch` (its tip the parent); the copy's own index is
+    reset to it so `git status` inside shows a clean tree. Returns the commit, or the tip
+    when nothing changed since it."""
+    tree = snapshot(copy)
+    tip = git(copy, "rev-parse", f"refs/heads/{branch}").strip()
+    if tree == tree_of(copy, tip):
+        return tip
+    identity = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name}
+    identity["GIT_COMMITTER_EMAIL"] = email
+    sha = git(copy, "commit-tree", tree, "-p", tip, env=identity, input=message).strip()
+    git(copy, "update-ref", f"refs/heads/{branch}", sha, tip)
+    git(copy, "reset", "-q")
+    return sha
+
+
+def rename_branch(copy: Copy, old: str, new: str) -> None:
+    """A resumed run takes the copy over on a branch named after it."""
+    if old != new:
+        git(copy, "branch", "-m", old, new)
+
+
+def push(copy: Copy, *, branch: str, destination: str | Path) -> None:
+    """The branch to another repository (a git directory or a checkout), never forced."""
+    git(copy, "push", "--quiet", "--porcelain", str(destination), f"refs/heads/{branch}:refs/heads/{branch}")
+
+
+def remove(copy: Copy) -> None:
+    if copy.home.exists():
+        shutil.rmtree(copy.home)
