@@ -46,10 +46,24 @@ def steps_shown(page) -> int:
     return page.evaluate("document.querySelectorAll('#run-steps details.step').length")
 
 
+def coding_shots(stack, browser, out: Path, logins: dict[str, str]) -> None:
+    """The offline coding demo finished: its Changes section as an editor sees it, and its diff."""
+    pk = stack.run("fix-the-test")
+    stack.wait_run(pk, lambda r: r["state"] == "finished", timeout=90)
+    page = browser.new_context(viewport={"width": WIDTH, "height": 900}).new_page()
+    login(page, stack.url, "reviewer", logins["reviewer"])
+    page.goto(f"{stack.url}/runs/{pk}/")
+    page.locator("#run-changes").scroll_into_view_if_needed()
+    shoot(page, out, "coding-run", until="#run-changes", max_height=2400)
+    page.goto(f"{stack.url}/runs/{pk}/changes/")
+    shoot(page, out, "coding-diff", max_height=1200)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     parser.add_argument("--keep", action="store_true", help="keep the temp data folder (its path is printed)")
+    parser.add_argument("--only", choices=["coding"], help="take only these screenshots")
     options = parser.parse_args()
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -59,6 +73,12 @@ def main() -> int:
     try:
         stack.start()
         logins = stack.logins()
+        if options.only == "coding":
+            with sync_playwright() as pw:
+                browser = launch_chromium(pw)
+                coding_shots(stack, browser, out, logins)
+                browser.close()
+            return 0
         # a team's daily quota, roomy enough for the demo: the Spend page and the home page show its bar
         stack.manage("auto", "quota", "set", "installation", "--window", "day", "--tokens", "1s", "--dollars", "20")
         # history: one run that finishes, one stopped by a person
@@ -151,6 +171,7 @@ def main() -> int:
 
             page.goto(stack.url + "/spend/")
             shoot(page, out, "spend", max_height=1600)
+            coding_shots(stack, browser, out, logins)
             browser.close()
     except Exception:
         for name in ("daphne", "qcluster"):
