@@ -9,6 +9,7 @@ a tool error; nothing here raises into the engine.
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 import shlex
 import time
@@ -40,6 +41,10 @@ BASH_TOOL = {
     },
 }
 FILE_TOOL_NAMES = frozenset(tool["name"] for tool in FILE_TOOLS)
+# tools whose work a pattern decides (a regex can backtrack for ever): run in a child process
+# that a timeout, a cancel or a stop kills, like a command
+SEARCHES = frozenset({"grep", "glob"})
+POLL_SECONDS = 0.1
 # what stands before the command itself in a simple command: `FOO=1 env nice git push`
 _WRAPPERS = frozenset({"env", "exec", "command", "nohup", "time", "nice", "sudo", "builtin", "xargs"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -88,9 +93,40 @@ class CodingTools:
             return ToolResult(f"{name}: arguments must be an object", is_error=True)
         if name == "bash":
             return self._bash(arguments.get("command"), arguments.get("timeout"))
+        if name in SEARCHES:
+            return self._search(name, arguments)
         if name in FILE_TOOL_NAMES:
             return self.files.call(name, arguments)
         return self.results.call(name, arguments)
+
+    def _search(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """grep or glob in a forked child, bounded like a command: Python's regex engine cannot
+        be interrupted, and a pattern such as `(a+)+$` would otherwise hold the worker for good."""
+        seconds = self.command_timeout
+        if self.deadline is not None:
+            seconds = min(seconds, self.deadline - time.monotonic())
+        context = multiprocessing.get_context("fork")
+        receive, send = context.Pipe(duplex=False)
+        child = context.Process(target=_search_in_child, args=(self.files, name, arguments, send), daemon=True)
+        child.start()
+        send.close()
+        ends = time.monotonic() + max(seconds, 0)
+        try:
+            while not receive.poll(POLL_SECONDS):
+                why = self.cancelled()
+                if why or time.monotonic() >= ends or not child.is_alive() and not receive.poll(0):
+                    reason = why or (
+                        f"took longer than {int(seconds)}s" if child.is_alive() else "the search process died"
+                    )
+                    return ToolResult(f"{name}: stopped: {reason}; narrow the path or simplify the pattern", True)
+            return receive.recv()
+        except EOFError:
+            return ToolResult(f"{name}: stopped: the search process died", is_error=True)
+        finally:
+            if child.is_alive():
+                child.kill()
+            child.join(1)
+            receive.close()
 
     def _bash(self, command: object, timeout: object) -> ToolResult:
         if not isinstance(command, str) or not command.strip():
@@ -132,6 +168,13 @@ class CodingTools:
     def judge_evidence(self, number: int) -> list[tuple[str, str]]:
         stat = self._diff_stat.get(number)
         return [("diff_stat", stat or "(no change to the working copy)")] if stat is not None else []
+
+
+def _search_in_child(files: FileTools, name: str, arguments: dict, send) -> None:
+    try:
+        send.send(files.call(name, arguments))
+    finally:
+        send.close()
 
 
 def command_subjects(command: str) -> list[str]:

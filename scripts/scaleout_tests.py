@@ -16,6 +16,7 @@ TESTS = [
     "tests/runs/test_engine.py",
     "tests/runs/test_worker.py",
     "tests/runs/test_snapshots.py",
+    "tests/workspaces/test_services.py",
     "tests/spend/test_quotas.py",
     "tests/test_scaleout.py",
 ]

@@ -81,3 +81,24 @@ def test_the_judge_gets_the_diff_stat_a_pass_ended_with(tools):
     assert tools.judge_evidence(1) == []
     tools.pass_ended(1)
     assert tools.judge_evidence(1) == [("diff_stat", "M pkg/a.txt  +1 -0 (pass 1)")]
+
+
+def test_a_regex_that_backtracks_for_ever_is_stopped_like_a_command(tools):
+    (tools.root / "pkg/slow.txt").write_text("a" * 40 + "!\n")
+    tools.command_timeout = 1
+    began = time.monotonic()
+    result = tools.call("grep", {"pattern": "(a+)+$"})
+    assert result.is_error and "took longer than 1s" in result.content
+    assert time.monotonic() - began < 3
+    found = tools.call("grep", {"pattern": "hel+o"})
+    assert not found.is_error and "a.txt:1: hello" in found.content
+    assert "a.txt" in tools.call("glob", {"pattern": "*.txt"}).content
+
+
+def test_a_cancel_stops_a_search(tools):
+    (tools.root / "pkg/slow.txt").write_text("a" * 40 + "!\n")
+    asked = time.monotonic() + 0.3
+    tools.cancelled = lambda: "the run was cancelled" if time.monotonic() >= asked else None
+    result = tools.call("grep", {"pattern": "(a+)+$"})
+    assert result.is_error and "the run was cancelled" in result.content
+    assert time.monotonic() - asked < 1.5
