@@ -40,7 +40,7 @@ _URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:", re.IGNORECASE)
 # first `/`, whitespace or quote, and runs to the last `@` before it (an unencoded `@` in a token).
 _USERINFO_RE = re.compile(r"([a-z][a-z0-9+.-]*://)([^/\s'\"<>]*)@", re.IGNORECASE)
 # A clean environment: an inherited GIT_DIR or GIT_INDEX_FILE would point git elsewhere.
-_GIT_ENV_DROP = (
+GIT_ENV_DROP = (
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -48,6 +48,7 @@ _GIT_ENV_DROP = (
     "GIT_NAMESPACE",
     "GIT_CEILING_DIRECTORIES",
     "GIT_COMMON_DIR",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
 )
 
 
@@ -169,7 +170,7 @@ class GitRepo:
     def _env(self, extra: dict | None = None) -> dict[str, str]:
         """A clean environment; the ceiling stops git from looking above the repository for one
         (a plain folder inside another checkout is not that checkout; see open_repo)."""
-        env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+        env = {k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP}
         env.update(
             GIT_TERMINAL_PROMPT="0",
             LC_ALL="C",

@@ -22,18 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ZERO = "0" * 40
-# An inherited GIT_DIR or GIT_INDEX_FILE would point git elsewhere.
-_GIT_ENV_DROP = {
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-}
+from catalogue.repo import GIT_ENV_DROP
+
 # never a program of the tree's choosing, whatever .gitattributes says
 _SAFE = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.external="]
 PATCH_LIMIT = 4 * 1024 * 1024  # characters of a diff read for a page at most
@@ -76,7 +66,9 @@ class FileStat:
 
 
 def git(copy: Copy, *args: str, env: dict | None = None, input: str | None = None, ok=(0,)) -> str:
-    full = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+    full = {
+        k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP
+    }  # an inherited GIT_DIR would point git elsewhere
     full.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", **(env or {}))
     try:
         done = subprocess.run(
