@@ -21,6 +21,7 @@ from django.conf import settings
 from django.core.mail import send_mail
 
 from notify.events import Notice
+from notify.transport import BadURL, parse_url
 
 TIMEOUT_SECONDS = 5  # a receiver that hangs costs a worker this long, never a run anything
 SIGNATURE_HEADER = "X-Rysh-Signature"
@@ -96,21 +97,21 @@ SENDERS = {"webhook": send_webhook, "slack": send_slack, "email": send_email}
 def post_json(url: str, body: bytes, headers: dict, timeout: float | None = None) -> int:
     """POST, return the status for a 2xx; SendError (redacted) for anything else."""
     timeout = timeout or TIMEOUT_SECONDS
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SendError("the URL must start with http:// or https:// and name a host")
-    where = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
-    if parts.scheme == "https":
+    try:
+        target = parse_url(url)
+    except BadURL as exc:  # stored before URLs were checked as a whole
+        raise SendError(f"bad URL: {exc}; an admin saves the channel's URL again") from None
+    where = target.where
+    if target.scheme == "https":
         connection = http.client.HTTPSConnection(
-            parts.hostname, parts.port, timeout=timeout, context=ssl.create_default_context()
+            target.host, target.port, timeout=timeout, context=ssl.create_default_context()
         )
     else:
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        connection = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
     try:
         connection.request(
             "POST",
-            path,
+            target.path,
             body=body,
             headers={"Content-Type": "application/json", "User-Agent": "rysh-notify/1", **headers},
         )

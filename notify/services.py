@@ -17,7 +17,6 @@ import secrets
 import time
 from collections.abc import Iterable
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -28,7 +27,7 @@ from django_q.tasks import async_task, schedule
 
 from audit.services import audit_record
 from catalogue.recipe import NAME_RE
-from notify import events
+from notify import events, transport
 from notify.events import Notice
 from notify.models import Attempt, Channel, ChannelKind, Delivery, DeliveryState, Once
 from notify.senders import SENDERS, SendError
@@ -41,7 +40,12 @@ MAX_ATTEMPTS = len(BACKOFF_SECONDS) + 1
 
 
 class ChannelError(ValueError):
-    """A channel that cannot be saved; the message says what to fix."""
+    """A channel that cannot be saved; the message says what to fix, `field` which field
+    (the form shows it there), or None for the form as a whole."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
 
 
 # -- queuing ------------------------------------------------------------------------------------
@@ -180,7 +184,7 @@ def channel_save(
         if url:
             row.url = check_url(url)
         elif not row.url or row.kind != kind:
-            raise ChannelError("a webhook or Slack channel needs its URL")
+            raise ChannelError("a webhook or Slack channel needs its URL", field="url")
     else:
         row.url = ""
     shown_secret = ""
@@ -217,21 +221,24 @@ def channel_delete(*, channel: Channel, user) -> str:
 
 
 def check_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ChannelError("the URL must start with http:// or https:// and name a host")
+    """The URL as a whole (notify.transport.parse_url): scheme, host, port, no user part, no
+    spaces; a URL that passes here never makes a page or a delivery fail on its form."""
+    try:
+        transport.parse_url(url)
+    except transport.BadURL as exc:
+        raise ChannelError(str(exc), field="url") from None
     return url
 
 
 def check_recipients(text: str) -> str:
     addresses = [a.strip() for a in text.replace(";", ",").replace("\n", ",").split(",") if a.strip()]
     if not addresses:
-        raise ChannelError("an email channel needs at least one recipient")
+        raise ChannelError("an email channel needs at least one recipient", field="recipients")
     for address in addresses:
         try:
             validate_email(address)
         except ValidationError:
-            raise ChannelError(f"{address!r} is not an email address") from None
+            raise ChannelError(f"{address!r} is not an email address", field="recipients") from None
     return ", ".join(addresses)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -40,3 +41,7 @@ def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if raw not in choices:
         raise ImproperlyConfigured(f"{name}: expected {' or '.join(choices)}, got {raw!r}")
     return raw
+
+
+# a host name as DNS writes it (letters, digits, -, _ between dots), lowercase
+HOST_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*")
