@@ -16,7 +16,8 @@ class ChannelForm(forms.Form):
         max_length=2000,
         required=False,
         label="URL",
-        help_text="webhook or Slack incoming-webhook URL (http or https); when editing, leave blank to keep the saved one",
+        help_text="webhook or Slack incoming-webhook URL (http or https, at a public address unless an admin allows "
+        "the host in RYSH_NOTIFY_ALLOW_HOSTS); when editing, leave blank to keep the saved one",
     )
     secret = forms.CharField(
         max_length=200,

@@ -1,27 +1,30 @@
 """How a Notice leaves: a signed JSON POST, a Slack message, an email. One attempt each;
-retries are services' business. Errors come back redacted: a URL's path and query (where
-Slack and most webhooks keep their secret) and the HMAC secret never appear in them.
+retries are services' business. Errors are classes ("connection refused", "timed out",
+"refused: private address", "HTTP 500") and the host and port: a URL's path, query or user
+part (where Slack and most webhooks keep their secret), the HMAC secret and a library's own
+text never appear in them.
 
-Webhook URLs are entered by admins, so loopback and private addresses are allowed (a
-receiver on the same machine is a normal self-hosted setup, and the tests use one); only
-http and https are, and redirects are not followed.
+Only http and https, redirects are not followed, and internal addresses are refused unless an
+admin allows the host by name (notify/transport.py says which and why).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import http.client
 import json
+import smtplib
+import socket
 import ssl
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import send_mail
 
 from notify.events import Notice
-from notify.transport import BadURL, parse_url
+from notify.transport import AddressRefused, BadURL, Target, guarded_connector, parse_url
 
 TIMEOUT_SECONDS = 5  # a receiver that hangs costs a worker this long, never a run anything
 SIGNATURE_HEADER = "X-Rysh-Signature"
@@ -87,27 +90,47 @@ def send_email(channel, notice: Notice, delivery_id: int) -> Sent:
             recipient_list=channel.recipient_list,
         )
     except (OSError, ValueError) as exc:  # smtplib's errors are OSErrors
-        raise SendError(f"email not sent: {type(exc).__name__}: {_scrub(str(exc), channel)}") from None
+        raise SendError(f"email not sent: {_email_error_class(exc)}") from None
     return Sent(None)
+
+
+def _email_error_class(exc: Exception) -> str:
+    """The class of a failed send (`SMTP 550`, `connection refused`), never the server's text."""
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return f"SMTP {exc.smtp_code}"
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return "recipients refused"
+    if isinstance(exc, smtplib.SMTPServerDisconnected):
+        return "connection lost"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        return "host not found"
+    if isinstance(exc, ssl.SSLError):
+        return "TLS failed"
+    return type(exc).__name__
 
 
 SENDERS = {"webhook": send_webhook, "slack": send_slack, "email": send_email}
 
 
 def post_json(url: str, body: bytes, headers: dict, timeout: float | None = None) -> int:
-    """POST, return the status for a 2xx; SendError (redacted) for anything else."""
+    """POST, return the status for a 2xx; SendError for anything else, saying its class and
+    where (`connection refused (hooks.example:443)`), never a library's text."""
     timeout = timeout or TIMEOUT_SECONDS
     try:
         target = parse_url(url)
     except BadURL as exc:  # stored before URLs were checked as a whole
         raise SendError(f"bad URL: {exc}; an admin saves the channel's URL again") from None
-    where = target.where
     if target.scheme == "https":
         connection = http.client.HTTPSConnection(
             target.host, target.port, timeout=timeout, context=ssl.create_default_context()
         )
     else:
         connection = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
+    connection._create_connection = guarded_connector(target)  # resolve, check, connect to what was checked
     try:
         connection.request(
             "POST",
@@ -118,27 +141,40 @@ def post_json(url: str, body: bytes, headers: dict, timeout: float | None = None
         response = connection.getresponse()
         response.read(64 * 1024)  # the answer is not used; read a little so the connection ends cleanly
         status = response.status
-    except TimeoutError:
-        raise SendError(f"{where} did not answer within {timeout:g}s") from None
-    except ConnectionRefusedError:
-        raise SendError(f"{where} refused the connection") from None
-    except ssl.SSLError as exc:
-        raise SendError(f"{where}: TLS failed ({exc.reason or type(exc).__name__})") from None
-    except (OSError, http.client.HTTPException) as exc:
-        raise SendError(f"{where}: {type(exc).__name__}: {_scrub(str(exc), None, url)}"[:400]) from None
+    except (AddressRefused, OSError, http.client.HTTPException) as exc:
+        raise SendError(error_class(exc, target, timeout)) from None
     finally:
         connection.close()
     if not 200 <= status < 300:
-        raise SendError(f"{where} answered HTTP {status}", status=status)
+        raise SendError(f"HTTP {status} ({target.where})", status=status)
     return status
 
 
-def _scrub(text: str, channel=None, url: str = "") -> str:
-    """Take out anything secret a library's message might quote."""
-    for secret in (url, urlsplit(url).path if url else "", getattr(channel, "url", ""), getattr(channel, "secret", "")):
-        if secret and len(secret) > 1:
-            text = text.replace(secret, "•••")
-    return text
+def error_class(exc: BaseException, target: Target, timeout: float) -> str:
+    """What went wrong, as a class an operator can act on, and where (host:port). Never the
+    exception's text: it may quote the URL's path and query, and raw socket errors for any
+    address and port would make the delivery log a port scanner's report."""
+    where = target.where
+    if isinstance(exc, AddressRefused):
+        return (
+            f"refused: private address ({where} is {exc}; an admin may allow {target.host} in RYSH_NOTIFY_ALLOW_HOSTS)"
+        )
+    if isinstance(exc, TimeoutError):
+        return f"timed out ({where}, {timeout:g}s)"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"connection refused ({where})"
+    if isinstance(exc, socket.gaierror):
+        return f"host not found ({target.host})"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS failed: certificate not trusted ({where})"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS failed ({where})"
+    if isinstance(exc, ConnectionError):  # reset, aborted, closed without an answer
+        return f"connection lost ({where})"
+    if isinstance(exc, http.client.HTTPException):
+        return f"not an HTTP answer ({where})"
+    code = errno.errorcode.get(exc.errno, "") if isinstance(exc, OSError) and exc.errno else ""
+    return f"connection failed{f': {code}' if code else ''} ({where})"
 
 
 def _slack_escape(text: str) -> str:

@@ -222,11 +222,18 @@ def channel_delete(*, channel: Channel, user) -> str:
 
 def check_url(url: str) -> str:
     """The URL as a whole (notify.transport.parse_url): scheme, host, port, no user part, no
-    spaces; a URL that passes here never makes a page or a delivery fail on its form."""
+    spaces; a URL that passes here never makes a page or a delivery fail on its form. A host
+    written as an internal address is refused here; a name, at each delivery once resolved."""
     try:
-        transport.parse_url(url)
+        target = transport.parse_url(url)
     except transport.BadURL as exc:
         raise ChannelError(str(exc), field="url") from None
+    if why := transport.refused_without_dns(target):
+        raise ChannelError(
+            f"{target.host} is {why}: notifications go to public addresses only, unless an admin "
+            f"allows the host by name in RYSH_NOTIFY_ALLOW_HOSTS",
+            field="url",
+        )
     return url
 
 

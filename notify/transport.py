@@ -1,18 +1,32 @@
 """Where a webhook or Slack POST may go.
 
-`parse_url()` checks a channel's URL as a whole: http or https, a host that is a host name or
-an IP address, a port from 1 to 65535, no `user:password@` (never sent), no spaces or control
-characters (http.client would refuse them later quoting the URL's path and query). The channel
-form calls it when a URL is saved, and every delivery again, so a URL stored before these checks
-fails its delivery ("bad URL") instead of a page.
+- `parse_url()` checks a channel's URL as a whole: http or https, a host that is a host name or
+  an IP address, a port from 1 to 65535, no `user:password@` (never sent), no spaces or control
+  characters (http.client would refuse them later quoting the URL's path and query). The channel
+  form calls it when a URL is saved, and every delivery again, so a URL stored before these
+  checks fails its delivery ("bad URL") instead of a page.
+- Internal addresses are refused, the same ones as for the model's http_get
+  (agents/task_tools.py's REFUSED_NETWORKS: loopback, private, shared, link-local with the cloud
+  metadata address, multicast, reserved; IPv4 inside IPv6 too). Otherwise a channel aimed at
+  10.0.0.5:22 would make the delivery log, which operators read, a port scanner of the internal
+  network. When a URL is saved, a host written as an address (or `localhost`) is judged without
+  asking DNS (`refused_without_dns`); every delivery resolves the host, refuses it when any of
+  its addresses is internal, and connects to the very address it checked (`guarded_connector`:
+  no second lookup, so no DNS rebinding in between). An admin allows an internal receiver by the
+  host name its URL is written with: RYSH_NOTIFY_ALLOW_HOSTS.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from django.conf import settings
+
+from agents.task_tools import refused_because
 from rysh_site.env import HOST_NAME
 
 
@@ -41,6 +55,70 @@ class Target:
     @property
     def _bracketed(self) -> str:
         return f"[{self.host}]" if ":" in self.host else self.host
+
+    @property
+    def allowed(self) -> bool:
+        """An admin allowed this host to be internal (RYSH_NOTIFY_ALLOW_HOSTS)."""
+        return host_key(self.host) in settings.RYSH_NOTIFY_ALLOW_HOSTS
+
+
+class AddressRefused(Exception):
+    """The host is, or resolves to, an internal address; the message says which kind."""
+
+
+def host_key(host: str) -> str:
+    """A host as RYSH_NOTIFY_ALLOW_HOSTS writes it: lowercase, no final dot, an IP address in
+    its usual form."""
+    host = host.lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
+
+
+def refused_without_dns(target: Target) -> str | None:
+    """Why a URL is refused when it is saved ("a loopback address (127.0.0.0/8)"), or None.
+
+    Only what needs no DNS: a host written as an address (legacy forms like 2130706433 too, as
+    the C library reads them) and `localhost`. Names are judged at every delivery, after they
+    resolve: what a name resolves to may change after it is saved."""
+    if target.allowed:
+        return None
+    name = host_key(target.host)
+    if name == "localhost" or name.endswith(".localhost"):
+        return "a loopback address (localhost)"
+    try:
+        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    except (OSError, UnicodeError):  # a name, not an address
+        return None
+    return next((why for *_, sockaddr in infos if (why := refused_because(str(sockaddr[0])))), None)
+
+
+def guarded_connector(target: Target):
+    """socket.create_connection for http.client: resolve once, refuse (AddressRefused) when any
+    address is internal and the host is not allowed, then connect to an address that was checked."""
+
+    def create_connection(address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT, source_address=None, **_):
+        host, port = address
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        if not target.allowed:
+            for *_ignored, sockaddr in infos:
+                if why := refused_because(str(sockaddr[0])):
+                    raise AddressRefused(why)
+        error: OSError | None = None
+        for family, kind, proto, _name, sockaddr in infos:
+            sock = socket.socket(family, kind, proto)
+            try:
+                if timeout is not socket._GLOBAL_DEFAULT_TIMEOUT:
+                    sock.settimeout(timeout)
+                sock.connect(sockaddr)
+                return sock
+            except OSError as exc:
+                error = exc
+                sock.close()
+        raise error or OSError(f"{host} resolves to no address")
+
+    return create_connection
 
 
 def parse_url(url: str) -> Target:

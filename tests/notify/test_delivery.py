@@ -89,7 +89,7 @@ def test_it_gives_up_after_five_attempts(closed_port_url):
         deliver(delivery.pk)
     delivery.refresh_from_db()
     assert delivery.state == DeliveryState.FAILED and delivery.attempts == 5
-    assert "refused the connection" in delivery.last_error and "SECRETPATH" not in delivery.last_error
+    assert delivery.last_error.startswith("connection refused (127.0.0.1:") and "SECRETPATH" not in delivery.last_error
     assert Attempt.objects.filter(delivery=delivery).count() == 5
     assert "nothing to do" in deliver(delivery.pk)  # a late retry sends nothing
 
@@ -102,7 +102,7 @@ def test_a_hanging_receiver_costs_an_attempt_its_timeout_not_more(sleeping_recei
     took = time.monotonic() - started
     delivery.refresh_from_db()
     assert took < 3
-    assert "did not answer within 0.5s" in delivery.last_error
+    assert delivery.last_error.startswith("timed out (127.0.0.1:") and delivery.last_error.endswith(", 0.5s)")
 
 
 def test_it_refuses_urls_that_are_not_http():

@@ -184,4 +184,4 @@ def test_a_dead_receiver_never_slows_a_run(start, sleeping_receiver, monkeypatch
     services.deliver(delivery.pk)
     assert time.monotonic() - started < 5
     delivery.refresh_from_db()
-    assert "did not answer within 2s" in delivery.last_error and delivery.state == "pending"
+    assert delivery.last_error.startswith("timed out") and delivery.state == "pending"
