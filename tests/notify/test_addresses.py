@@ -134,6 +134,18 @@ def test_an_internal_address_saved_before_is_refused_at_delivery(nothing_allowed
     assert "SECRETPATH" not in delivery.last_error and "token" not in delivery.last_error
 
 
+def read_request(conn: socket.socket) -> bytes:
+    """The whole request: its head, then as many bytes as its Content-Length says."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(65536) or b"\r\n\r\n"
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+    while len(body) < length and (more := conn.recv(65536)):
+        body += more
+    return head + b"\r\n\r\n" + body
+
+
 @pytest.fixture
 def rude_receiver():
     """Accepts a connection, reads the request, then answers with `reply` (or nothing) and closes."""
@@ -151,8 +163,10 @@ def rude_receiver():
             except OSError:
                 return
             with conn:
-                conn.recv(65536)
+                read_request(conn)
                 conn.sendall(reply)
+                conn.shutdown(socket.SHUT_WR)
+                conn.recv(1)  # until the sender hangs up: closing first could reset the connection
 
         threading.Thread(target=serve, daemon=True).start()
         return f"http://127.0.0.1:{sock.getsockname()[1]}/hooks/SECRETPATH?token=abc"
