@@ -24,9 +24,8 @@ from django.conf import settings
 from django.core.mail import send_mail
 
 from notify.events import Notice
-from notify.transport import AddressRefused, BadURL, Target, guarded_connector, parse_url
+from notify.transport import AddressRefused, BadURL, Deadline, Target, guarded_connector, parse_url
 
-TIMEOUT_SECONDS = 5  # a receiver that hangs costs a worker this long, never a run anything
 SIGNATURE_HEADER = "X-Rysh-Signature"
 
 
@@ -118,8 +117,12 @@ SENDERS = {"webhook": send_webhook, "slack": send_slack, "email": send_email}
 
 def post_json(url: str, body: bytes, headers: dict, timeout: float | None = None) -> int:
     """POST, return the status for a 2xx; SendError for anything else, saying its class and
-    where (`connection refused (hooks.example:443)`), never a library's text."""
-    timeout = timeout or TIMEOUT_SECONDS
+    where (`connection refused (hooks.example:443)`), never a library's text.
+
+    One deadline (`timeout`, else RYSH_NOTIFY_TIMEOUT seconds) for the whole attempt: the
+    lookup, the connection, sending and reading the answer. A receiver that hangs or drips
+    costs a worker that long, never a run anything."""
+    timeout = timeout or settings.RYSH_NOTIFY_TIMEOUT
     try:
         target = parse_url(url)
     except BadURL as exc:  # stored before URLs were checked as a whole
@@ -130,21 +133,26 @@ def post_json(url: str, body: bytes, headers: dict, timeout: float | None = None
         )
     else:
         connection = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
-    connection._create_connection = guarded_connector(target)  # resolve, check, connect to what was checked
-    try:
-        connection.request(
-            "POST",
-            target.path,
-            body=body,
-            headers={"Content-Type": "application/json", "User-Agent": "rysh-notify/1", **headers},
-        )
-        response = connection.getresponse()
-        response.read(64 * 1024)  # the answer is not used; read a little so the connection ends cleanly
-        status = response.status
-    except (AddressRefused, OSError, http.client.HTTPException) as exc:
-        raise SendError(error_class(exc, target, timeout)) from None
-    finally:
-        connection.close()
+    with Deadline(timeout) as deadline:
+        # resolve, check, connect to what was checked, all on the deadline's clock
+        connection._create_connection = guarded_connector(target, deadline)
+        try:
+            connection.request(
+                "POST",
+                target.path,
+                body=body,
+                headers={"Content-Type": "application/json", "User-Agent": "rysh-notify/1", **headers},
+            )
+            response = connection.getresponse()
+            response.read(64 * 1024)  # the answer is not used; read a little so the connection ends cleanly
+            status = response.status
+        except (AddressRefused, OSError, http.client.HTTPException) as exc:
+            # past the deadline, whatever the cut connection raised is a timeout
+            raise SendError(error_class(TimeoutError() if deadline.expired else exc, target, timeout)) from None
+        finally:
+            connection.close()
+        if deadline.expired:  # the answer was cut short
+            raise SendError(error_class(TimeoutError(), target, timeout))
     if not 200 <= status < 300:
         raise SendError(f"HTTP {status} ({target.where})", status=status)
     return status

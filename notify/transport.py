@@ -14,12 +14,16 @@
   its addresses is internal, and connects to the very address it checked (`guarded_connector`:
   no second lookup, so no DNS rebinding in between). An admin allows an internal receiver by the
   host name its URL is written with: RYSH_NOTIFY_ALLOW_HOSTS.
+- `Deadline`: one clock for a whole attempt (RYSH_NOTIFY_TIMEOUT): the lookup, the connection,
+  sending and reading the whole answer all come out of it.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
+import time
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -62,65 +66,6 @@ class Target:
         return host_key(self.host) in settings.RYSH_NOTIFY_ALLOW_HOSTS
 
 
-class AddressRefused(Exception):
-    """The host is, or resolves to, an internal address; the message says which kind."""
-
-
-def host_key(host: str) -> str:
-    """A host as RYSH_NOTIFY_ALLOW_HOSTS writes it: lowercase, no final dot, an IP address in
-    its usual form."""
-    host = host.lower().rstrip(".")
-    try:
-        return str(ipaddress.ip_address(host))
-    except ValueError:
-        return host
-
-
-def refused_without_dns(target: Target) -> str | None:
-    """Why a URL is refused when it is saved ("a loopback address (127.0.0.0/8)"), or None.
-
-    Only what needs no DNS: a host written as an address (legacy forms like 2130706433 too, as
-    the C library reads them) and `localhost`. Names are judged at every delivery, after they
-    resolve: what a name resolves to may change after it is saved."""
-    if target.allowed:
-        return None
-    name = host_key(target.host)
-    if name == "localhost" or name.endswith(".localhost"):
-        return "a loopback address (localhost)"
-    try:
-        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
-    except (OSError, UnicodeError):  # a name, not an address
-        return None
-    return next((why for *_, sockaddr in infos if (why := refused_because(str(sockaddr[0])))), None)
-
-
-def guarded_connector(target: Target):
-    """socket.create_connection for http.client: resolve once, refuse (AddressRefused) when any
-    address is internal and the host is not allowed, then connect to an address that was checked."""
-
-    def create_connection(address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT, source_address=None, **_):
-        host, port = address
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        if not target.allowed:
-            for *_ignored, sockaddr in infos:
-                if why := refused_because(str(sockaddr[0])):
-                    raise AddressRefused(why)
-        error: OSError | None = None
-        for family, kind, proto, _name, sockaddr in infos:
-            sock = socket.socket(family, kind, proto)
-            try:
-                if timeout is not socket._GLOBAL_DEFAULT_TIMEOUT:
-                    sock.settimeout(timeout)
-                sock.connect(sockaddr)
-                return sock
-            except OSError as exc:
-                error = exc
-                sock.close()
-        raise error or OSError(f"{host} resolves to no address")
-
-    return create_connection
-
-
 def parse_url(url: str) -> Target:
     if any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in url):
         raise BadURL("the URL must not contain spaces or control characters (write a space as %20)")
@@ -158,3 +103,145 @@ def _host_ok(host: str) -> bool:
     except UnicodeError:
         return False
     return bool(HOST_NAME.fullmatch(name.rstrip(".")))
+
+
+class AddressRefused(Exception):
+    """The host is, or resolves to, an internal address; the message says which kind."""
+
+
+def host_key(host: str) -> str:
+    """A host as RYSH_NOTIFY_ALLOW_HOSTS writes it: lowercase, no final dot, an IP address in
+    its usual form."""
+    host = host.lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
+
+
+def refused_without_dns(target: Target) -> str | None:
+    """Why a URL is refused when it is saved ("a loopback address (127.0.0.0/8)"), or None.
+
+    Only what needs no DNS: a host written as an address (legacy forms like 2130706433 too, as
+    the C library reads them) and `localhost`. Names are judged at every delivery, after they
+    resolve: what a name resolves to may change after it is saved."""
+    if target.allowed:
+        return None
+    name = host_key(target.host)
+    if name == "localhost" or name.endswith(".localhost"):
+        return "a loopback address (localhost)"
+    try:
+        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    except (OSError, UnicodeError):  # a name, not an address
+        return None
+    return next((why for *_, sockaddr in infos if (why := refused_because(str(sockaddr[0])))), None)
+
+
+class Deadline:
+    """One clock for a whole attempt. A socket's timeout counts per operation, so a receiver
+    that answers a byte every few seconds would hold a worker for hours; at the deadline a timer
+    shuts the connection down under whatever read or write waits on it, and `expired` says so.
+
+    Use it as a context manager around the attempt; `watch()` each socket it opens."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.expired = False
+        self._ends = time.monotonic() + seconds
+        self._lock = threading.Lock()
+        self._watched: socket.socket | None = None
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._forget()
+
+    def left(self) -> float:
+        """Seconds left; TimeoutError when there are none."""
+        left = self._ends - time.monotonic()
+        if left <= 0:
+            self.expired = True
+            raise TimeoutError("the attempt's deadline passed")
+        return left
+
+    def watch(self, sock: socket.socket) -> None:
+        # A duplicate of the descriptor, ours to close: shutting it down ends the connection
+        # whatever object wraps it by then (TLS replaces the socket object, not the connection).
+        with self._lock:
+            self._forget()
+            self._watched = sock.dup()
+            if self.expired:
+                self._shutdown()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._watched is not None:
+            try:
+                self._watched.shutdown(socket.SHUT_RDWR)
+            except OSError:  # not connected yet, or already closed by the other side
+                pass
+
+    def _forget(self) -> None:
+        if self._watched is not None:
+            self._watched.close()
+            self._watched = None
+
+
+def resolve(host: str, port: int, deadline: Deadline) -> list:
+    """getaddrinfo within the deadline. The C resolver cannot be interrupted, so it runs in a
+    helper thread that is left to finish on its own when the deadline passes first."""
+    found: list = []
+
+    def lookup() -> None:
+        try:
+            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except (OSError, UnicodeError) as exc:
+            found.append(exc)
+
+    thread = threading.Thread(target=lookup, name=f"notify-resolve-{host}", daemon=True)
+    thread.start()
+    thread.join(deadline.left())
+    if not found:
+        deadline.expired = True
+        raise TimeoutError(f"{host} was not resolved in time")
+    if isinstance(found[0], Exception):
+        raise found[0]
+    return found[0]
+
+
+def guarded_connector(target: Target, deadline: Deadline):
+    """socket.create_connection for http.client: resolve once, refuse (AddressRefused) when any
+    address is internal and the host is not allowed, then connect to an address that was
+    checked, all within the deadline (http.client's own timeout is not used)."""
+
+    def create_connection(address, timeout=None, source_address=None, **_):
+        host, port = address
+        infos = resolve(host, port, deadline)
+        if not target.allowed:
+            for *_ignored, sockaddr in infos:
+                if why := refused_because(str(sockaddr[0])):
+                    raise AddressRefused(why)
+        error: OSError | None = None
+        for family, kind, proto, _name, sockaddr in infos:
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.settimeout(deadline.left())
+                deadline.watch(sock)
+                sock.connect(sockaddr)
+                return sock
+            except OSError as exc:
+                error = exc
+                sock.close()
+        raise error or OSError(f"{host} resolves to no address")
+
+    return create_connection

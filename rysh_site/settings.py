@@ -222,6 +222,10 @@ EMAIL_HOST_USER = envstr("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = 10
+# webhook and Slack deliveries (notify/): one attempt (resolving, connecting, sending, reading the
+# whole answer) gets this many seconds in all; a socket timeout alone counts per read, and a
+# receiver that drips a byte at a time would hold a worker for hours
+RYSH_NOTIFY_TIMEOUT = envint("RYSH_NOTIFY_TIMEOUT", 10, minimum=1)
 # host names a webhook or Slack URL may name although they resolve to a loopback, private,
 # link-local or other internal address (refused otherwise: the delivery log would map the
 # internal network); comma-separated, compared with the URL's host as written

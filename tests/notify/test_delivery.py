@@ -94,8 +94,8 @@ def test_it_gives_up_after_five_attempts(closed_port_url):
     assert "nothing to do" in deliver(delivery.pk)  # a late retry sends nothing
 
 
-def test_a_hanging_receiver_costs_an_attempt_its_timeout_not_more(sleeping_receiver, monkeypatch):
-    monkeypatch.setattr(senders, "TIMEOUT_SECONDS", 0.5)
+def test_a_hanging_receiver_costs_an_attempt_its_timeout_not_more(sleeping_receiver, settings):
+    settings.RYSH_NOTIFY_TIMEOUT = 0.5
     delivery = queued(webhook(sleeping_receiver))
     started = time.monotonic()
     deliver(delivery.pk)
