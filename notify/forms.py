@@ -24,7 +24,8 @@ class ChannelForm(forms.Form):
         required=False,
         widget=forms.PasswordInput(render_value=False),
         label="signing secret",
-        help_text="webhook only: the HMAC-SHA256 key; leave blank to generate one (new) or keep the saved one",
+        help_text="webhook only: the HMAC-SHA256 key, at least 24 bytes; leave blank to generate one (new) or keep "
+        "the saved one",
     )
     recipients = forms.CharField(
         required=False, max_length=2000, help_text="email only: addresses, separated by commas"

@@ -14,6 +14,9 @@ from catalogue.recipe import NAME_RE
 from notify.transport import BadURL, parse_url
 
 MASK = "••••"
+# A webhook's signing secret: at least this many bytes (the Standard Webhooks convention's
+# floor), so a captured signature cannot be turned back into the secret by guessing.
+MIN_SECRET_BYTES = 24
 
 
 class ChannelKind(models.TextChoices):
@@ -63,6 +66,12 @@ class Channel(models.Model):
     @property
     def secret_masked(self) -> str:
         return f"{MASK}{MASK} (saved)" if self.secret else ""
+
+    @property
+    def secret_too_short(self) -> bool:
+        """A webhook secret saved before the minimum: its deliveries are refused until an admin
+        sets a new one (notify.senders.send_webhook)."""
+        return self.kind == ChannelKind.WEBHOOK and len(self.secret.encode()) < MIN_SECRET_BYTES
 
     @property
     def recipient_list(self) -> list[str]:

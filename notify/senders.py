@@ -10,6 +10,7 @@ admin allows the host by name (notify/transport.py says which and why).
 
 from __future__ import annotations
 
+import base64
 import errno
 import hashlib
 import hmac
@@ -18,15 +19,17 @@ import json
 import smtplib
 import socket
 import ssl
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.mail import send_mail
 
 from notify.events import Notice
+from notify.models import MIN_SECRET_BYTES
 from notify.transport import AddressRefused, BadURL, Deadline, Target, guarded_connector, parse_url
 
-SIGNATURE_HEADER = "X-Rysh-Signature"
+SIGNATURE_HEADER = "X-Rysh-Signature"  # the body alone, kept for receivers written before the three below
 
 
 class SendError(Exception):
@@ -43,8 +46,16 @@ class Sent:
 
 
 def signature(secret: str, body: bytes) -> str:
-    """`sha256=<hex>`: HMAC-SHA256 of the exact body bytes, keyed with the channel's secret."""
+    """`sha256=<hex>`: HMAC-SHA256 of the exact body bytes, keyed with the channel's secret.
+    It has no time in it, so a captured delivery verifies forever: `standard_signature` does."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def standard_signature(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """`v1,<base64>`: HMAC-SHA256 of `id.timestamp.body` keyed with the secret's UTF-8 bytes,
+    the Standard Webhooks way. A receiver that refuses old timestamps refuses replays."""
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(secret.encode(), signed, hashlib.sha256).digest()).decode()
 
 
 def webhook_body(notice: Notice, delivery_id: int) -> bytes:
@@ -52,11 +63,21 @@ def webhook_body(notice: Notice, delivery_id: int) -> bytes:
 
 
 def send_webhook(channel, notice: Notice, delivery_id: int) -> Sent:
+    """The body is the same on every attempt; the timestamp, and so the signature, are new."""
+    if len(channel.secret.encode()) < MIN_SECRET_BYTES:  # saved before the minimum
+        raise SendError(
+            f"refused: the signing secret is shorter than {MIN_SECRET_BYTES} bytes; an admin saves the channel "
+            "with a new one (a blank secret field generates one) and gives it to the receiver"
+        )
     body = webhook_body(notice, delivery_id)
+    message_id, timestamp = str(delivery_id), int(time.time())
     headers = {
         "X-Rysh-Event": notice.event,
         "X-Rysh-Delivery": str(delivery_id),
         SIGNATURE_HEADER: signature(channel.secret, body),
+        "webhook-id": message_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": standard_signature(channel.secret, message_id, timestamp, body),
     }
     return Sent(post_json(channel.url, body, headers))
 

@@ -29,7 +29,7 @@ from audit.services import audit_record
 from catalogue.recipe import NAME_RE
 from notify import events, transport
 from notify.events import Notice
-from notify.models import Attempt, Channel, ChannelKind, Delivery, DeliveryState, Once
+from notify.models import MIN_SECRET_BYTES, Attempt, Channel, ChannelKind, Delivery, DeliveryState, Once
 from notify.senders import SENDERS, SendError
 
 log = logging.getLogger(__name__)
@@ -164,7 +164,8 @@ def channel_save(
 ) -> tuple[Channel, str]:
     """Create or update a channel; (the channel, a newly generated secret to show once, or "").
 
-    A blank URL or secret keeps the saved one: the form never shows them back."""
+    A blank URL or secret keeps the saved one: the form never shows them back (a saved secret
+    shorter than MIN_SECRET_BYTES is replaced by a generated one)."""
     name = name.strip()
     if not NAME_RE.match(name) or len(name) > 60:
         raise ChannelError(
@@ -190,8 +191,10 @@ def channel_save(
     shown_secret = ""
     if kind == ChannelKind.WEBHOOK:
         if secret.strip():
-            row.secret = secret.strip()
-        elif not row.secret:
+            row.secret = check_secret(secret.strip())
+        elif len(row.secret.encode()) < MIN_SECRET_BYTES:
+            # none yet, or one saved before the minimum (its deliveries are refused: nothing
+            # that works can break): a blank field generates one, shown once
             row.secret = shown_secret = secrets.token_hex(32)
     else:
         row.secret = ""
@@ -235,6 +238,17 @@ def check_url(url: str) -> str:
             field="url",
         )
     return url
+
+
+def check_secret(secret: str) -> str:
+    if len(secret.encode()) < MIN_SECRET_BYTES:
+        raise ChannelError(
+            f"the signing secret must be at least {MIN_SECRET_BYTES} bytes (this one has "
+            f"{len(secret.encode())}): a short one can be guessed from a signature; leave the field "
+            "blank to have one generated",
+            field="secret",
+        )
+    return secret
 
 
 def check_recipients(text: str) -> str:

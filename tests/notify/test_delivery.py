@@ -32,12 +32,12 @@ def queued(channel) -> Delivery:
 
 def test_it_posts_the_json_body_signed_with_the_channel_secret(receiver):
     r = receiver(200)
-    channel = webhook(r.url, secret="s3cret")
+    channel = webhook(r.url, secret="s3cret-s3cret-s3cret-s3cret")
     delivery = queued(channel)
     assert "sent" in deliver(delivery.pk)
     [request] = r.requests
     body = request["body"]
-    expected = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+    expected = "sha256=" + hmac.new(b"s3cret-s3cret-s3cret-s3cret", body, hashlib.sha256).hexdigest()
     assert request["headers"]["X-Rysh-Signature"] == expected
     assert request["headers"]["X-Rysh-Event"] == "test"
     assert request["headers"]["X-Rysh-Delivery"] == str(delivery.pk)
