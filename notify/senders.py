@@ -83,14 +83,19 @@ def send_webhook(channel, notice: Notice, delivery_id: int) -> Sent:
 
 
 def slack_message(notice: Notice) -> dict:
-    """Slack's incoming-webhook format: `text` (the fallback) and a section block with the
-    link as `<url|label>`; &, < and > are escaped as Slack asks."""
+    """Slack's incoming-webhook format: `text` (the fallback: notifications, and clients that
+    show no blocks) and a section block with the link as `<url|label>`. Every text, the fallback
+    included, has &, < and > escaped as Slack asks: a run's cause or a change's title could
+    otherwise say `<!channel>` or forge a link (`<http://evil|run #7>`)."""
+    title, link = _slack_escape(notice.title), _slack_escape(notice.link)
     lines = "\n".join(_slack_escape(line) for line in notice.lines)
-    link = f"<{notice.link}|{_slack_escape(notice.link_label)}>"
     return {
-        "text": f"{notice.title} {notice.link}",
+        "text": f"{title} {link}",
         "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": f"*{_slack_escape(notice.title)}*\n{lines}\n{link}"}}
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": f"*{title}*\n{lines}\n<{link}|{_slack_escape(notice.link_label)}>"},
+            }
         ],
     }
 
