@@ -35,14 +35,27 @@ EVENT_LABELS = {
 }
 
 
+TITLE_MAX = 300
+
+
+def one_line(text: str, limit: int) -> str:
+    """Whitespace (newlines included) collapsed to single spaces, cut to `limit` characters
+    with an ellipsis: a run's cause may span lines, and a title or a mail subject may not."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 @dataclass(frozen=True)
 class Notice:
     event: str
-    title: str  # one line, also the email subject
+    title: str  # one line (made so), also the email subject
     lines: tuple[str, ...]  # the details, one fact a line
     link: str  # straight to what it is about, on this dashboard
     link_label: str
     data: dict = field(default_factory=dict)  # the facts, for machines (the webhook's JSON)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "title", one_line(self.title, TITLE_MAX))
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -173,7 +186,7 @@ def change(event: str, change) -> Notice:
         lines.append(f"conflicts in: {', '.join(change.conflicts)}")
     return Notice(
         event=event,
-        title=f"change request #{change.pk} {said[event]}: {change.title}"[:300],
+        title=f"change request #{change.pk} {said[event]}: {change.title}",
         lines=tuple(lines),
         link=site_link("change_detail", change.pk),
         link_label=f"change #{change.pk}",

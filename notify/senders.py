@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.mail import send_mail
 
-from notify.events import Notice
+from notify.events import Notice, one_line
 from notify.models import MIN_SECRET_BYTES
 from notify.transport import AddressRefused, BadURL, Deadline, Target, guarded_connector, parse_url
 
+SUBJECT_MAX = 150  # characters of an email subject
 SIGNATURE_HEADER = "X-Rysh-Signature"  # the body alone, kept for receivers written before the three below
 
 
@@ -109,7 +110,8 @@ def send_email(channel, notice: Notice, delivery_id: int) -> Sent:
         raise SendError("the channel has no recipients")
     try:
         send_mail(
-            subject=f"[rysh] {notice.title}"[:200],
+            # one line, whatever the title says: a newline in a header is refused (BadHeaderError)
+            subject=one_line(f"[rysh] {notice.title}", SUBJECT_MAX),
             message=f"{notice.text}\n\n{notice.link_label}: {notice.link}\n",
             from_email=settings.DEFAULT_FROM_EMAIL,
             recipient_list=channel.recipient_list,

@@ -1,5 +1,5 @@
 """What user or model text can do once it is in a notification: nothing in Slack (escaped in
-every text, the fallback included)."""
+every text, the fallback included), and nothing to an email's headers (one-line subjects)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import re
 from types import SimpleNamespace
 
 import pytest
+from django.core import mail
 
 from notify import events, services
+from notify.models import Delivery, DeliveryState
 from notify.senders import slack_message
 from notify.tasks import deliver
 
@@ -55,3 +57,32 @@ def test_a_change_title_reaches_slack_escaped(receiver, settings):
     body = json.loads(r.requests[0]["body"])
     assert "<!channel>" not in json.dumps(body) and "<http://evil" not in json.dumps(body)
     assert body["text"].startswith("change request #3 opened: &lt;!channel&gt;")
+
+
+def email_channel(settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    return services.channel_save(user=None, name="mail", kind="email", recipients="ops@example.com")[0]
+
+
+def test_a_cause_with_a_newline_is_mailed_with_a_one_line_subject(settings):
+    channel = email_channel(settings)
+    notice = hostile_notice(title="run #7 task/job ended: error: boom\nBcc: everyone@example.com\r\n\tmore")
+    delivery = services.queue(channel, notice)
+    assert "sent" in deliver(delivery.pk)
+    [message] = mail.outbox
+    assert message.subject == "[rysh] run #7 task/job ended: error: boom Bcc: everyone@example.com more"
+    assert message.bcc == [] and message.to == ["ops@example.com"]
+    assert Delivery.objects.get(pk=delivery.pk).state == DeliveryState.SENT
+
+
+def test_a_long_title_is_cut_to_a_subject_with_an_ellipsis(settings):
+    channel = email_channel(settings)
+    deliver(services.queue(channel, hostile_notice(title="word " * 200)).pk)
+    [message] = mail.outbox
+    assert len(message.subject) == 150 and message.subject.endswith("…") and "\n" not in message.subject
+
+
+def test_a_notice_title_is_one_line_wherever_it_goes():
+    notice = events.Notice.from_dict(hostile_notice(title="line one\nline two").as_dict())
+    assert notice.title == "line one line two"
+    assert len(hostile_notice(title="x" * 1000).title) == events.TITLE_MAX
