@@ -5,9 +5,10 @@ delivery attempt with its retry.
   plus the channels the recipe's `notify:` names for it) in the caller's transaction, and
   queues `notify.tasks.deliver` on django-q2 only after that transaction commits. A run never
   sends anything itself, so a slow or dead receiver cannot slow it.
-- `deliver()` makes one attempt on a worker (5 s timeout). On failure (non-2xx, timeout,
-  refused) the next attempt is a django-q2 ONCE schedule after 30 s, 2 min, 10 min, 1 h;
-  after 5 attempts the delivery is failed. Each attempt is a row the log page shows.
+- `deliver()` makes one attempt on a worker (RYSH_NOTIFY_TIMEOUT seconds in all, 10 by
+  default: notify.senders.post_json). On failure (non-2xx, timeout, refused) the next attempt
+  is a django-q2 ONCE schedule after 30 s, 2 min, 10 min, 1 h; after 5 attempts the delivery
+  is failed. Each attempt is a row the log page shows.
 """
 
 from __future__ import annotations

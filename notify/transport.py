@@ -111,11 +111,15 @@ class AddressRefused(Exception):
 
 def host_key(host: str) -> str:
     """A host as RYSH_NOTIFY_ALLOW_HOSTS writes it: lowercase, no final dot, an IP address in
-    its usual form."""
+    its usual form, an internationalized name in its xn-- form."""
     host = host.lower().rstrip(".")
     try:
         return str(ipaddress.ip_address(host))
     except ValueError:
+        pass
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
         return host
 
 

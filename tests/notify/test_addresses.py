@@ -58,7 +58,9 @@ def test_it_refuses_an_internal_address_when_the_url_is_saved(nothing_allowed, u
 
 
 def test_an_admin_allows_an_internal_host_by_name(settings):
-    settings.RYSH_NOTIFY_ALLOW_HOSTS = ["10.0.0.5", "hooks.internal", "localhost"]
+    settings.RYSH_NOTIFY_ALLOW_HOSTS = ["10.0.0.5", "hooks.internal", "localhost", "xn--bcher-kva.localhost"]
+    assert save("http://b\u00fccher.localhost/hook").url == "http://b\u00fccher.localhost/hook"  # as its xn-- form
+    Channel.objects.all().delete()
     assert save("http://10.0.0.5:8080/hook").url == "http://10.0.0.5:8080/hook"
     Channel.objects.all().delete()
     assert save("http://localhost:8080/hook").url == "http://localhost:8080/hook"
