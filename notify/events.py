@@ -2,12 +2,14 @@
 
 Every channel renders the same Notice: the webhook sends `as_dict()` as JSON, Slack a
 message with a link, email a subject and a body. Nothing secret goes in: a run's prompt,
-its results and its recipe text stay in the dashboard, behind the link.
+its results, its recipe text and the values of a tool call waiting for approval stay in the
+dashboard, behind the link.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
@@ -33,14 +35,27 @@ EVENT_LABELS = {
 }
 
 
+TITLE_MAX = 300
+
+
+def one_line(text: str, limit: int) -> str:
+    """Whitespace (newlines included) collapsed to single spaces, cut to `limit` characters
+    with an ellipsis: a run's cause may span lines, and a title or a mail subject may not."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 @dataclass(frozen=True)
 class Notice:
     event: str
-    title: str  # one line, also the email subject
+    title: str  # one line (made so), also the email subject
     lines: tuple[str, ...]  # the details, one fact a line
     link: str  # straight to what it is about, on this dashboard
     link_label: str
     data: dict = field(default_factory=dict)  # the facts, for machines (the webhook's JSON)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "title", one_line(self.title, TITLE_MAX))
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -89,19 +104,42 @@ def run_ended(run) -> Notice:
 
 
 def approval_waiting(approval) -> Notice:
+    """The tool and the names of its fields, never their values: what a `fill` would type or a
+    command would run may be a password or a customer's data, and channels leave the dashboard.
+    The person reads the whole call (and the `approve:` entry it matched) behind the link."""
     run = approval.run
+    tool = _name_or(approval.tool_name, "(a tool)")
+    fields, others = field_names(approval.tool_input)
+    shown = ", ".join(fields + ([f"{others} other field{'s' if others > 1 else ''}"] if others else [])) or "(none)"
     return Notice(
         event="approval.waiting",
-        title=f"run #{run.pk} {run.target} waits for approval: {approval.tool_name}",
+        title=f"run #{run.pk} {run.target} waits for approval: {tool}",
         lines=(
-            f"action: {approval.action_text}"[:300],
-            f"matched: {approval.pattern}",
+            f"tool: {tool}",
+            f"fields: {shown} (their values are on the approval's page)",
             f"expires: {approval.expires_at:%Y-%m-%d %H:%M %Z}",
         ),
         link=site_link("run_detail", run.pk, anchor=f"approval-{approval.pk}"),
         link_label=f"approval #{approval.pk}",
-        data={"run": run.pk, "target": run.target, "approval": approval.pk, "tool": approval.tool_name},
+        data={"run": run.pk, "target": run.target, "approval": approval.pk, "tool": tool, "fields": fields},
     )
+
+
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,99}")
+MAX_FIELDS = 12
+
+
+def field_names(tool_input: object) -> tuple[list[str], int]:
+    """(the input's keys that read as names, how many others). The model writes the keys too:
+    one that is not a short name may be a value in disguise, and is only counted."""
+    keys = [str(key) for key in tool_input] if isinstance(tool_input, dict) else []
+    names = [key for key in keys if _FIELD_NAME.fullmatch(key)][:MAX_FIELDS]
+    return names, len(keys) - len(names)
+
+
+def _name_or(text: str, fallback: str) -> str:
+    return text if _TOOL_NAME.fullmatch(text or "") else fallback
 
 
 def budget(run, percent: int) -> Notice:
@@ -148,7 +186,7 @@ def change(event: str, change) -> Notice:
         lines.append(f"conflicts in: {', '.join(change.conflicts)}")
     return Notice(
         event=event,
-        title=f"change request #{change.pk} {said[event]}: {change.title}"[:300],
+        title=f"change request #{change.pk} {said[event]}: {change.title}",
         lines=tuple(lines),
         link=site_link("change_detail", change.pk),
         link_label=f"change #{change.pk}",

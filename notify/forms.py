@@ -16,14 +16,16 @@ class ChannelForm(forms.Form):
         max_length=2000,
         required=False,
         label="URL",
-        help_text="webhook or Slack incoming-webhook URL (http or https); when editing, leave blank to keep the saved one",
+        help_text="webhook or Slack incoming-webhook URL (http or https, at a public address unless an admin allows "
+        "the host in RYSH_NOTIFY_ALLOW_HOSTS); when editing, leave blank to keep the saved one",
     )
     secret = forms.CharField(
         max_length=200,
         required=False,
         widget=forms.PasswordInput(render_value=False),
         label="signing secret",
-        help_text="webhook only: the HMAC-SHA256 key; leave blank to generate one (new) or keep the saved one",
+        help_text="webhook only: the HMAC-SHA256 key, at least 24 bytes; leave blank to generate one (new) or keep "
+        "the saved one",
     )
     recipients = forms.CharField(
         required=False, max_length=2000, help_text="email only: addresses, separated by commas"

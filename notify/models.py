@@ -6,15 +6,17 @@ in full: pages read `url_masked` and `secret_masked`.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
 from catalogue.recipe import NAME_RE
+from notify.transport import BadURL, parse_url
 
 MASK = "••••"
+# A webhook's signing secret: at least this many bytes (the Standard Webhooks convention's
+# floor), so a captured signature cannot be turned back into the secret by guessing.
+MIN_SECRET_BYTES = 24
 
 
 class ChannelKind(models.TextChoices):
@@ -55,14 +57,21 @@ class Channel(models.Model):
         """`https://hooks.slack.com/…/•••• (saved)`: the host, never the path or query."""
         if not self.url:
             return ""
-        parts = urlsplit(self.url)
-        host = parts.hostname or "?"
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{host}{port}/…/{MASK} (saved)"
+        try:
+            target = parse_url(self.url)
+        except BadURL:  # saved before URLs were checked as a whole (a port of 99999): say so, never fail
+            return f"{MASK} (saved, not a valid URL: save a new one)"
+        return f"{target.scheme}://{target.netloc}/…/{MASK} (saved)"
 
     @property
     def secret_masked(self) -> str:
         return f"{MASK}{MASK} (saved)" if self.secret else ""
+
+    @property
+    def secret_too_short(self) -> bool:
+        """A webhook secret saved before the minimum: its deliveries are refused until an admin
+        sets a new one (notify.senders.send_webhook)."""
+        return self.kind == ChannelKind.WEBHOOK and len(self.secret.encode()) < MIN_SECRET_BYTES
 
     @property
     def recipient_list(self) -> list[str]:

@@ -5,9 +5,10 @@ delivery attempt with its retry.
   plus the channels the recipe's `notify:` names for it) in the caller's transaction, and
   queues `notify.tasks.deliver` on django-q2 only after that transaction commits. A run never
   sends anything itself, so a slow or dead receiver cannot slow it.
-- `deliver()` makes one attempt on a worker (5 s timeout). On failure (non-2xx, timeout,
-  refused) the next attempt is a django-q2 ONCE schedule after 30 s, 2 min, 10 min, 1 h;
-  after 5 attempts the delivery is failed. Each attempt is a row the log page shows.
+- `deliver()` makes one attempt on a worker (RYSH_NOTIFY_TIMEOUT seconds in all, 10 by
+  default: notify.senders.post_json). On failure (non-2xx, timeout, refused) the next attempt
+  is a django-q2 ONCE schedule after 30 s, 2 min, 10 min, 1 h; after 5 attempts the delivery
+  is failed. Each attempt is a row the log page shows.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import secrets
 import time
 from collections.abc import Iterable
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -28,9 +28,9 @@ from django_q.tasks import async_task, schedule
 
 from audit.services import audit_record
 from catalogue.recipe import NAME_RE
-from notify import events
+from notify import events, transport
 from notify.events import Notice
-from notify.models import Attempt, Channel, ChannelKind, Delivery, DeliveryState, Once
+from notify.models import MIN_SECRET_BYTES, Attempt, Channel, ChannelKind, Delivery, DeliveryState, Once
 from notify.senders import SENDERS, SendError
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,12 @@ MAX_ATTEMPTS = len(BACKOFF_SECONDS) + 1
 
 
 class ChannelError(ValueError):
-    """A channel that cannot be saved; the message says what to fix."""
+    """A channel that cannot be saved; the message says what to fix, `field` which field
+    (the form shows it there), or None for the form as a whole."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
 
 
 # -- queuing ------------------------------------------------------------------------------------
@@ -160,7 +165,8 @@ def channel_save(
 ) -> tuple[Channel, str]:
     """Create or update a channel; (the channel, a newly generated secret to show once, or "").
 
-    A blank URL or secret keeps the saved one: the form never shows them back."""
+    A blank URL or secret keeps the saved one: the form never shows them back (a saved secret
+    shorter than MIN_SECRET_BYTES is replaced by a generated one)."""
     name = name.strip()
     if not NAME_RE.match(name) or len(name) > 60:
         raise ChannelError(
@@ -180,14 +186,16 @@ def channel_save(
         if url:
             row.url = check_url(url)
         elif not row.url or row.kind != kind:
-            raise ChannelError("a webhook or Slack channel needs its URL")
+            raise ChannelError("a webhook or Slack channel needs its URL", field="url")
     else:
         row.url = ""
     shown_secret = ""
     if kind == ChannelKind.WEBHOOK:
         if secret.strip():
-            row.secret = secret.strip()
-        elif not row.secret:
+            row.secret = check_secret(secret.strip())
+        elif len(row.secret.encode()) < MIN_SECRET_BYTES:
+            # none yet, or one saved before the minimum (its deliveries are refused: nothing
+            # that works can break): a blank field generates one, shown once
             row.secret = shown_secret = secrets.token_hex(32)
     else:
         row.secret = ""
@@ -217,21 +225,42 @@ def channel_delete(*, channel: Channel, user) -> str:
 
 
 def check_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ChannelError("the URL must start with http:// or https:// and name a host")
+    """The URL as a whole (notify.transport.parse_url): scheme, host, port, no user part, no
+    spaces; a URL that passes here never makes a page or a delivery fail on its form. A host
+    written as an internal address is refused here; a name, at each delivery once resolved."""
+    try:
+        target = transport.parse_url(url)
+    except transport.BadURL as exc:
+        raise ChannelError(str(exc), field="url") from None
+    if why := transport.refused_without_dns(target):
+        raise ChannelError(
+            f"{target.host} is {why}: notifications go to public addresses only, unless an admin "
+            f"allows the host by name in RYSH_NOTIFY_ALLOW_HOSTS",
+            field="url",
+        )
     return url
+
+
+def check_secret(secret: str) -> str:
+    if len(secret.encode()) < MIN_SECRET_BYTES:
+        raise ChannelError(
+            f"the signing secret must be at least {MIN_SECRET_BYTES} bytes (this one has "
+            f"{len(secret.encode())}): a short one can be guessed from a signature; leave the field "
+            "blank to have one generated",
+            field="secret",
+        )
+    return secret
 
 
 def check_recipients(text: str) -> str:
     addresses = [a.strip() for a in text.replace(";", ",").replace("\n", ",").split(",") if a.strip()]
     if not addresses:
-        raise ChannelError("an email channel needs at least one recipient")
+        raise ChannelError("an email channel needs at least one recipient", field="recipients")
     for address in addresses:
         try:
             validate_email(address)
         except ValidationError:
-            raise ChannelError(f"{address!r} is not an email address") from None
+            raise ChannelError(f"{address!r} is not an email address", field="recipients") from None
     return ", ".join(addresses)
 
 

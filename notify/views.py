@@ -75,7 +75,7 @@ def _save(request: HttpRequest, form: ChannelForm, channel: Channel | None) -> C
             enabled=data["enabled"],
         )
     except services.ChannelError as exc:
-        form.add_error(None, str(exc))
+        form.add_error(exc.field, str(exc))
         return None
     if new_secret:
         request.session[SHOW_ONCE] = new_secret

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -40,3 +42,32 @@ def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if raw not in choices:
         raise ImproperlyConfigured(f"{name}: expected {' or '.join(choices)}, got {raw!r}")
     return raw
+
+
+# a host name as DNS writes it (letters, digits, -, _ between dots), lowercase
+HOST_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*")
+
+
+def envhosts(name: str) -> list[str]:
+    """Comma-separated host names or IP addresses, lowercased (`hooks.internal,10.0.0.7`).
+
+    Only names: a scheme, a port, a path, a wildcard or a space stops start-up, since an entry
+    that silently matched nothing (or everything) would be worse than none."""
+    hosts = []
+    for entry in os.environ.get(name, "").split(","):
+        host = entry.strip().lower().rstrip(".")
+        if not host:
+            continue
+        bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        try:
+            hosts.append(str(ipaddress.ip_address(bare)))
+            continue
+        except ValueError:
+            pass
+        if not HOST_NAME.fullmatch(host):
+            raise ImproperlyConfigured(
+                f"{name}: expected comma-separated host names or IP addresses (no scheme, port, path or "
+                f"wildcard; internationalized names in their xn-- form), got {entry.strip()!r}"
+            )
+        hosts.append(host)
+    return hosts

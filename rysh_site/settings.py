@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 
-from rysh_site.env import envbool, envchoice, envint, envstr
+from rysh_site.env import envbool, envchoice, envhosts, envint, envstr
 from rysh_site.security import private_dir, restrict_umask
 
 # First, before anything is written: files 0600 and folders 0700 for this process and its
@@ -222,6 +222,14 @@ EMAIL_HOST_USER = envstr("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = 10
+# webhook and Slack deliveries (notify/): one attempt (resolving, connecting, sending, reading the
+# whole answer) gets this many seconds in all; a socket timeout alone counts per read, and a
+# receiver that drips a byte at a time would hold a worker for hours
+RYSH_NOTIFY_TIMEOUT = envint("RYSH_NOTIFY_TIMEOUT", 10, minimum=1)
+# host names a webhook or Slack URL may name although they resolve to a loopback, private,
+# link-local or other internal address (refused otherwise: the delivery log would map the
+# internal network); comma-separated, compared with the URL's host as written
+RYSH_NOTIFY_ALLOW_HOSTS = envhosts("RYSH_NOTIFY_ALLOW_HOSTS")
 
 
 def _ws_origins() -> list[str]:

@@ -24,7 +24,9 @@ def client_for(role: str | None, csrf: bool = False) -> Client:
 
 @pytest.fixture
 def hook():
-    return services.channel_save(user=None, name="hook", kind="webhook", url=HOOK_URL, secret="hmac-secret-value")[0]
+    return services.channel_save(
+        user=None, name="hook", kind="webhook", url=HOOK_URL, secret="hmac-secret-value-0123456789"
+    )[0]
 
 
 def pages(channel) -> list[str]:
@@ -119,7 +121,7 @@ def test_saving_with_blank_url_and_secret_keeps_them(hook):
     )
     assert response.status_code == 302
     hook.refresh_from_db()
-    assert hook.url == HOOK_URL and hook.secret == "hmac-secret-value"
+    assert hook.url == HOOK_URL and hook.secret == "hmac-secret-value-0123456789"
     assert hook.events == ["run.paused"] and hook.enabled is False
     page = client.get(f"/notifications/{hook.pk}/").content.decode()
     assert "hmac-secret-value" not in page and "very-secret-path" not in page
