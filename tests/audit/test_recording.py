@@ -41,7 +41,7 @@ def rows(prefix: str = "") -> list[tuple]:
 
 @pytest.fixture(autouse=True)
 def os_user(monkeypatch):
-    monkeypatch.setattr("audit.context.getpass.getuser", lambda: "ops")
+    monkeypatch.setattr("audit.context.os_user", lambda: "ops")
 
 
 @pytest.fixture
