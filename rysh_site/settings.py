@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 
-from rysh_site.env import envbool, envchoice, envint, envstr
+from rysh_site.env import envbool, envchoice, envint, envnetworks, envstr
 from rysh_site.security import private_dir, restrict_umask
 
 # First, before anything is written: files 0600 and folders 0700 for this process and its
@@ -166,6 +166,10 @@ LOGOUT_REDIRECT_URL = "login"
 # (per-process LocMem unless CACHES is configured).
 RYSH_LOGIN_MAX_FAILURES = envint("RYSH_LOGIN_MAX_FAILURES", 5, minimum=1)
 RYSH_LOGIN_LOCKOUT_MINUTES = envint("RYSH_LOGIN_LOCKOUT_MINUTES", 15, minimum=1)
+# The proxies in front of the dashboard (addresses or CIDR networks, comma-separated): only a
+# connection from one of them has its X-Forwarded-For read, for the login throttle and the audit
+# log's address (rysh_site/proxies.py). Empty: the address is REMOTE_ADDR, whatever a client sends.
+RYSH_TRUSTED_PROXIES = envnetworks("RYSH_TRUSTED_PROXIES")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = envstr("TIME_ZONE", "UTC")
