@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",  # login throttling (rysh_site/throttle.py); before the apps, so its receivers run first
     "django_htmx",
     "django_q",
     "channels",
@@ -76,6 +77,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # turns a refused login into rysh_site.throttle.lockout_response
 ]
 
 ROOT_URLCONF = "rysh_site.urls"
@@ -161,11 +163,23 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
-# Login throttling (rysh_site/throttle.py): this many failures within the window lock out the
-# username and the client address until the oldest leaves it. Counted in the default cache
-# (per-process LocMem unless CACHES is configured).
+# Login throttling (rysh_site/throttle.py, django-axes): this many failures within the window lock
+# out the client address, and the username — except from an address that has logged in as that
+# user before, where only that address's own failures count. Counted in the database.
 RYSH_LOGIN_MAX_FAILURES = envint("RYSH_LOGIN_MAX_FAILURES", 5, minimum=1)
 RYSH_LOGIN_LOCKOUT_MINUTES = envint("RYSH_LOGIN_LOCKOUT_MINUTES", 15, minimum=1)
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: a locked-out attempt never reaches the password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = "rysh_site.throttle.failure_limit"  # RYSH_LOGIN_MAX_FAILURES, read per attempt
+AXES_COOLOFF_TIME = "rysh_site.throttle.cool_off"  # RYSH_LOGIN_LOCKOUT_MINUTES, read per attempt
+AXES_LOCKOUT_PARAMETERS = "rysh_site.throttle.lockout_parameters"
+AXES_CLIENT_IP_CALLABLE = "rysh_site.proxies.client_address"
+AXES_HANDLER = "rysh_site.throttle.LoginAttempts"
+AXES_LOCKOUT_CALLABLE = "rysh_site.throttle.lockout_response"
+AXES_RESET_ON_SUCCESS = True  # the failures against that username (LoginAttempts)
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # hammering on a lock does not extend it
 # The proxies in front of the dashboard (addresses or CIDR networks, comma-separated): only a
 # connection from one of them has its X-Forwarded-For read, for the login throttle and the audit
 # log's address (rysh_site/proxies.py). Empty: the address is REMOTE_ADDR, whatever a client sends.
@@ -285,4 +299,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    # axes says INFO on every login attempt; its warnings (failures, lockouts) are enough
+    "loggers": {"axes": {"level": "WARNING"}},
 }
