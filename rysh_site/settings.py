@@ -155,6 +155,10 @@ else:
 # loop (no thread, no table read), so the interval can be short: it is half the mean latency.
 RYSH_LIVE_TAIL = envbool("RYSH_LIVE_TAIL", not REDIS_URL)
 RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 50, minimum=20)
+# An open websocket checks its session, its user's active flag and roles this often (and at once
+# when a web process records a logout or a role change): a session that ended closes it, other
+# roles change what it is sent (runs/consumers.py).
+RYSH_WS_RECHECK_SECONDS = envint("RYSH_WS_RECHECK_SECONDS", 10, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
