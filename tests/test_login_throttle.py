@@ -6,9 +6,10 @@ import ipaddress
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import async_to_sync
 from axes.models import AccessAttempt
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import AsyncClient, Client
 from django.utils import timezone
 
 pytestmark = pytest.mark.django_db
@@ -192,3 +193,18 @@ def test_without_trusted_proxies_the_header_is_ignored(users):
     for name in ("x1", "x2", "x3", "x4", "x5"):
         fail(name, 1, "10.0.0.9", HTTP_X_FORWARDED_FOR="203.0.113.9")
     assert refused(login("bob", "bobs-pass", "10.0.0.9", HTTP_X_FORWARDED_FOR="203.0.113.10"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_refuses_the_same_way_under_asgi():
+    """daphne serves the dashboard: axes' middleware takes its async path there."""
+    User.objects.create_user("ann", password="right-pass")
+
+    async def go():
+        client = AsyncClient(REMOTE_ADDR="10.0.0.1")
+        for _ in range(5):
+            await client.post("/login/", {"username": "ann", "password": "wrong"})
+        response = await client.post("/login/", {"username": "ann", "password": "right-pass"})
+        assert response.status_code == 429 and f"{REFUSED} 15 minutes" in response.content.decode()
+
+    async_to_sync(go)()
