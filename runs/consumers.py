@@ -18,6 +18,7 @@ the page does not reconnect on); other grants move it to the view they allow.
 from __future__ import annotations
 
 import asyncio
+import logging
 from importlib import import_module
 from types import SimpleNamespace
 
@@ -30,6 +31,7 @@ from runs import hub, live
 from runs.models import Run
 from rysh_site.roles import user_can
 
+log = logging.getLogger(__name__)
 UNAUTHORISED = 4401
 
 
@@ -80,7 +82,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
             except TimeoutError:
                 pass
             box.recheck.clear()
-            grants = await database_sync_to_async(_recheck)(session_key, user_id)
+            try:
+                grants = await database_sync_to_async(_recheck)(session_key, user_id)
+            except Exception:  # the database busy or away: the next check tries again
+                log.warning("live: re-checking a socket's user failed", exc_info=True)
+                continue
             if grants is None:
                 await self._leave()  # nothing more is sent, then the socket closes
                 await self.close(code=UNAUTHORISED)

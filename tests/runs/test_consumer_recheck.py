@@ -8,7 +8,7 @@ from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from runs import events
+from runs import consumers, events
 from runs.models import Run, RunEvent
 from tests.runs.test_consumers import ORIGIN, connect, make_run
 
@@ -198,5 +198,27 @@ def test_with_redis_a_logout_in_another_web_process_closes_the_socket_at_once(se
         await sync_to_async(Session.objects.all().delete)()
         await sync_to_async(events.push_users_changed)([user.pk])
         assert await communicator.receive_output(timeout=5) == CLOSED
+
+    async_to_sync(go)()
+
+
+def test_a_failed_check_is_tried_again_at_the_next(settings, monkeypatch):
+    settings.RYSH_WS_RECHECK_SECONDS = 0.2
+    _, _, cookie = logged_in("ann")
+    real, calls = consumers._recheck, []
+
+    def flaky(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise RuntimeError("database is locked")
+        return real(*args)
+
+    monkeypatch.setattr(consumers, "_recheck", flaky)
+
+    async def go():
+        communicator, _ = await opened("/ws/live/", cookie)
+        await sync_to_async(Session.objects.all().delete)()
+        assert await communicator.receive_output(timeout=5) == CLOSED
+        assert len(calls) >= 2
 
     async_to_sync(go)()
