@@ -7,7 +7,8 @@ signal fired from a shell) there is no context and the row says `system`.
 
 from __future__ import annotations
 
-import getpass
+import os
+import pwd
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -42,8 +43,15 @@ def audit_context(*, source: str, address: str | None = None, user: Any = None, 
 
 
 def cli_actor_name() -> str:
-    """The CLI has no login: the operating-system user who ran it, marked as such."""
+    """The CLI has no login: the operating-system account that runs it, marked as such."""
+    return f"cli:{os_user()}"
+
+
+def os_user() -> str:
+    """The account of the process's real user id. Never $USER or $LOGNAME (getpass.getuser reads
+    them first): anyone can set those, and `USER=alice auto task stop …` would sign alice's name."""
+    uid = os.getuid()
     try:
-        return f"cli:{getpass.getuser()}"
-    except Exception:  # no USER/LOGNAME and no passwd entry (some containers)
-        return "cli:unknown"
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # no passwd entry (some containers): the number, which still says who
+        return f"uid{uid}"

@@ -1,11 +1,11 @@
-"""Sets the audit context of each web request: source `web`, the client's address and the
-logged-in user (so an action recorded deep in a service knows who and from where)."""
+"""Sets the audit context of each web request: source `web`, the client's address (REMOTE_ADDR,
+or X-Forwarded-For read through the proxies listed in RYSH_TRUSTED_PROXIES: rysh_site/proxies.py)
+and the logged-in user (so an action recorded deep in a service knows who and from where)."""
 
 from __future__ import annotations
 
-import ipaddress
-
 from audit.context import WEB, audit_context
+from rysh_site.proxies import client_address
 
 
 class AuditContextMiddleware:
@@ -18,13 +18,3 @@ class AuditContextMiddleware:
     def __call__(self, request):
         with audit_context(source=WEB, address=client_address(request), user=getattr(request, "user", None)):
             return self.get_response(request)
-
-
-def client_address(request) -> str | None:
-    """REMOTE_ADDR only: X-Forwarded-For is whatever the client chose to send. Behind a proxy
-    this is the proxy's address (as for the login throttle)."""
-    raw = request.META.get("REMOTE_ADDR") or ""
-    try:
-        return str(ipaddress.ip_address(raw))
-    except ValueError:
-        return None

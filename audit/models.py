@@ -15,6 +15,13 @@ Action codes (`<entity>.<verb>`, short, stable: filters match them by prefix):
   delete — or revised; `detail.change_action`), `change.approve`, `change.close`,
   `change.comment`, `change.request_changes`
 - roles: `role.add`, `role.remove` (groups, or `superuser`, on a user)
+- users: `user.create`, `user.deactivate`, `user.activate`, `user.delete` (`detail.groups`: the
+  groups the user was in)
+- groups (roles are group names): `group.create`, `group.rename` (`detail.from`, `detail.to`,
+  `detail.members`), `group.delete` (`detail.members`: who lost it)
+- logins: `auth.login`, `auth.logout`, `auth.login_failed` (no actor; `detail.username`: the name
+  tried, never the password; `detail.locked_out`: this failure reached the throttle's limit —
+  attempts the throttle refused unchecked write nothing)
 - notification channels: `notify.channel.add`, `notify.channel.change`, `notify.channel.remove`
 
 Rows are never edited or deleted by the app: `save()` of a stored row, `delete()`, and the

@@ -38,3 +38,4 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(ensure_sweep_schedule, sender=self)
+        from runs import receivers  # noqa: F401  (re-check open websockets on logouts and role changes; models are ready now)

@@ -10,6 +10,7 @@ change always finds it in the database.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
@@ -19,6 +20,7 @@ from runs.models import Run, RunEvent
 
 log = logging.getLogger(__name__)
 RUNS_GROUP = "runs"
+USERS_CHANGED = "users.changed"
 
 
 def record(run: Run, kind: str, message: str = "", **data) -> RunEvent:
@@ -29,14 +31,25 @@ def record(run: Run, kind: str, message: str = "", **data) -> RunEvent:
 
 
 def push(run_id: int, event_id: int | None, kind: str) -> None:
+    _send({"type": "run.changed", "run_id": run_id, "event_id": event_id, "kind": kind})
+
+
+def push_users_changed(user_ids: Iterable[int] | None) -> None:
+    """These users logged out, were deactivated or deleted, or their roles changed (None: maybe
+    anyone's — a group renamed or deleted): each web process's hub has their sockets check their
+    session and roles at once instead of at their next periodic check. After the commit."""
+    ids = None if user_ids is None else sorted(set(user_ids))
+    transaction.on_commit(lambda: _send({"type": USERS_CHANGED, "user_ids": ids}))
+
+
+def _send(payload: dict) -> None:
     layer = get_channel_layer()
     if layer is None or _nobody_here(layer):
         return
-    payload = {"type": "run.changed", "run_id": run_id, "event_id": event_id, "kind": kind}
     try:
         async_to_sync(layer.group_send)(RUNS_GROUP, payload)  # one message per web process, not per socket
     except Exception:  # a push is best effort: the database already holds the truth
-        log.warning("live push failed for run %s", run_id, exc_info=True)
+        log.warning("live push failed: %s", payload, exc_info=True)
 
 
 def _nobody_here(layer) -> bool:

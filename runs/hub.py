@@ -9,7 +9,10 @@ that runs changed from:
   the event loop, says whether anyone committed since the last look, so an idle tick reads no
   table and needs no thread; only then does a thread of the hub's own query RunEvent;
 - the channel layer's RUNS_GROUP, which the hub joins (not each socket): workers' pushes through
-  channels_redis, and on the embedded default the pushes of this server's own controls.
+  channels_redis, and on the embedded default the pushes of this server's own controls. The same
+  group says when users logged out or their roles changed: the hub has those users' sockets
+  check their session and roles again (runs/consumers.py), and moves a socket whose grants
+  changed to its new view.
 Either way it learns run ids only. A view is a page seen with the permissions its fragments read
 (live.READS); every view the change concerns renders once, from the database, and offers the same
 HTML to each of its sockets. A socket's outbox keeps only the newest HTML, so a slow or stuck
@@ -66,17 +69,26 @@ def concerns(view: View, run_ids: Iterable[int]) -> bool:
 
 
 class Outbox:
-    """One socket's mailbox of size one: only the newest HTML waits, an older one is dropped."""
+    """One socket's mailbox of size one: only the newest HTML waits, an older one is dropped.
+    It also carries whose socket it is and a flag the hub raises when that user's session or
+    roles may have changed (the socket then checks them again: runs/consumers.py)."""
 
-    def __init__(self, send: Callable[[str], Awaitable[None]]):
+    def __init__(self, send: Callable[[str], Awaitable[None]], user_id: int | None = None):
         self.send = send
+        self.user_id = user_id
         self.pending: str | None = None
         self.fed = False  # offered anything yet: a new socket is owed its first state, changed or not
         self.ready = asyncio.Event()
+        self.recheck = asyncio.Event()
 
     def offer(self, html: str) -> None:
         self.pending, self.fed = html, True
         self.ready.set()
+
+    def drop(self) -> None:
+        """Forget what waits: it was rendered for a view this socket no longer has."""
+        self.pending, self.fed = None, False
+        self.ready.clear()
 
     async def pump(self) -> None:
         """The socket's one sending task: sends never overlap, so an older state never lands last."""
@@ -84,6 +96,8 @@ class Outbox:
             await self.ready.wait()
             self.ready.clear()
             html, self.pending = self.pending, None
+            if html is None:  # dropped between the wake-up and now
+                continue
             try:
                 await self.send(html)
             except Exception:  # the socket is going away; its disconnect stops this task
@@ -213,20 +227,45 @@ class Hub:
         except asyncio.CancelledError:  # the socket went while the hub started: it never joined
             asyncio.ensure_future(self.leave(box))
             raise
+        self._attach(box, view)
+
+    async def leave(self, box: Outbox) -> None:
+        self._detach(box, self.members.pop(box, None))
+        if not self.members and self.started is not None:
+            await self._stop()
+
+    def move(self, box: Outbox, view: View) -> None:
+        """The socket's user holds other grants now: it leaves its feed for the new view's and is
+        sent that view's current state. Nothing rendered for the old view reaches it after this
+        (what waited in its outbox is dropped), bar a send already under way."""
+        old = self.members.get(box)
+        if old is None or old == view:
+            return
+        self._detach(box, old)
+        self.members[box] = view
+        box.drop()
+        self._attach(box, view)
+
+    def _attach(self, box: Outbox, view: View) -> None:
         feed = self.feeds.get(view) or self.feeds.setdefault(view, Feed(view, render))
         feed.outboxes.add(box)
         feed.dirty.set()  # its first state, current as of now (unchanged HTML goes to this socket only)
 
-    async def leave(self, box: Outbox) -> None:
-        view = self.members.pop(box, None)
+    def _detach(self, box: Outbox, view: View | None) -> None:
         feed = self.feeds.get(view)
         if feed is not None:
             feed.outboxes.discard(box)
             if not feed.outboxes:
                 feed.task.cancel()
                 del self.feeds[view]
-        if not self.members and self.started is not None:
-            await self._stop()
+
+    def users_changed(self, user_ids: Iterable[int] | None) -> None:
+        """A logout, a deactivation or a role change (None: maybe anyone's, a group renamed or
+        deleted): the sockets of those users check their session and roles again now."""
+        ids = None if user_ids is None else set(user_ids)
+        for box in self.members:
+            if ids is None or box.user_id in ids:
+                box.recheck.set()
 
     def changed(self, run_ids: Iterable[int]) -> None:
         run_ids = set(run_ids)
@@ -298,6 +337,8 @@ class Hub:
                 continue
             if message.get("type") == "run.changed":
                 self.changed([message["run_id"]])
+            elif message.get("type") == events.USERS_CHANGED:
+                self.users_changed(message.get("user_ids"))
 
     async def _refresh_group(self) -> None:
         while True:

@@ -8,6 +8,8 @@ import re
 
 from django.core.exceptions import ImproperlyConfigured
 
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
 
 def envstr(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
@@ -71,3 +73,18 @@ def envhosts(name: str) -> list[str]:
             )
         hosts.append(host)
     return hosts
+
+
+def envnetworks(name: str) -> list[IPNetwork]:
+    """Comma-separated addresses or CIDR networks (`10.0.0.5, 192.168.0.0/16, ::1`); an address is
+    a network of one. A network with host bits set (`10.0.0.5/8`) is refused: it is either a typo
+    or much wider than meant."""
+    networks = []
+    for entry in (part.strip() for part in os.environ.get(name, "").split(",")):
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: expected addresses or networks (CIDR), got {entry!r}") from None
+    return networks

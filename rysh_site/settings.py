@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 
-from rysh_site.env import envbool, envchoice, envhosts, envint, envstr
+from rysh_site.env import envbool, envchoice, envhosts, envint, envnetworks, envstr
 from rysh_site.security import private_dir, restrict_umask
 
 # First, before anything is written: files 0600 and folders 0700 for this process and its
@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",  # login throttling (rysh_site/throttle.py); before the apps, so its receivers run first
     "django_htmx",
     "django_q",
     "channels",
@@ -76,6 +77,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # turns a refused login into rysh_site.throttle.lockout_response
 ]
 
 ROOT_URLCONF = "rysh_site.urls"
@@ -153,6 +155,10 @@ else:
 # loop (no thread, no table read), so the interval can be short: it is half the mean latency.
 RYSH_LIVE_TAIL = envbool("RYSH_LIVE_TAIL", not REDIS_URL)
 RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 50, minimum=20)
+# An open websocket checks its session, its user's active flag and roles this often (and at once
+# when a web process records a logout or a role change): a session that ended closes it, other
+# roles change what it is sent (runs/consumers.py).
+RYSH_WS_RECHECK_SECONDS = envint("RYSH_WS_RECHECK_SECONDS", 10, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -161,11 +167,27 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
-# Login throttling (rysh_site/throttle.py): this many failures within the window lock out the
-# username and the client address until the oldest leaves it. Counted in the default cache
-# (per-process LocMem unless CACHES is configured).
+# Login throttling (rysh_site/throttle.py, django-axes): this many failures within the window lock
+# out the client address, and the username — except from an address that has logged in as that
+# user before, where only that address's own failures count. Counted in the database.
 RYSH_LOGIN_MAX_FAILURES = envint("RYSH_LOGIN_MAX_FAILURES", 5, minimum=1)
 RYSH_LOGIN_LOCKOUT_MINUTES = envint("RYSH_LOGIN_LOCKOUT_MINUTES", 15, minimum=1)
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: a locked-out attempt never reaches the password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = "rysh_site.throttle.failure_limit"  # RYSH_LOGIN_MAX_FAILURES, read per attempt
+AXES_COOLOFF_TIME = "rysh_site.throttle.cool_off"  # RYSH_LOGIN_LOCKOUT_MINUTES, read per attempt
+AXES_LOCKOUT_PARAMETERS = "rysh_site.throttle.lockout_parameters"
+AXES_CLIENT_IP_CALLABLE = "rysh_site.proxies.client_address"
+AXES_HANDLER = "rysh_site.throttle.LoginAttempts"
+AXES_LOCKOUT_CALLABLE = "rysh_site.throttle.lockout_response"
+AXES_RESET_ON_SUCCESS = True  # the failures against that username (LoginAttempts)
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # hammering on a lock does not extend it
+# The proxies in front of the dashboard (addresses or CIDR networks, comma-separated): only a
+# connection from one of them has its X-Forwarded-For read, for the login throttle and the audit
+# log's address (rysh_site/proxies.py). Empty: the address is REMOTE_ADDR, whatever a client sends.
+RYSH_TRUSTED_PROXIES = envnetworks("RYSH_TRUSTED_PROXIES")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = envstr("TIME_ZONE", "UTC")
@@ -289,4 +311,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    # axes says INFO on every login attempt; its warnings (failures, lockouts) are enough
+    "loggers": {"axes": {"level": "WARNING"}},
 }

@@ -1,97 +1,124 @@
-"""Login throttling: after RYSH_LOGIN_MAX_FAILURES failed logins within RYSH_LOGIN_LOCKOUT_MINUTES,
-further attempts for that username, or from that client address, are refused without even
-checking the password, until the oldest failure leaves the window.
+"""Login throttling, by django-axes: every authenticate() with a request goes through its backend
+first, so the dashboard's /login/ and the admin's /admin/login/ are throttled alike, and a
+refused attempt never reaches the password check.
 
-The counters live in Django's cache. The embedded default has no CACHES setting, so that is the
-per-process LocMem cache: each web process counts on its own (fine for the one daphne of
-`make run`; several processes behind a balancer multiply the allowance by their number).
-The client address is REMOTE_ADDR: behind a reverse proxy, that is the proxy's.
+Why axes and not our own counters: it is the maintained library for exactly this — failures
+counted by username and by address in the database (shared by every web process, kept across
+restarts: the cache counters of before were per process), the admin's login covered, lockouts
+in the admin and `manage.py axes_reset_username|axes_reset_ip` to lift them, and AccessLog, the
+record of successful logins that tells a known address from a new one. What it does not decide
+for us is here, through its documented hooks (settings.py, AXES_*):
+
+- the address (AXES_CLIENT_IP_CALLABLE): rysh_site/proxies.py, so behind the TLS proxy each
+  person is counted by their own address, not everyone by the proxy's;
+- what is counted (AXES_LOCKOUT_PARAMETERS, `lockout_parameters`): failures by the client address
+  across usernames, and failures against the username from anywhere — except that from an address
+  that has logged in as that user before, only that address's own failures count. So an attacker
+  who exhausts a username from elsewhere slows themselves down, not the owner at their usual
+  address, whose correct password still works;
+- a refused attempt does not extend the lockout (AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT):
+  nobody can renew a lock forever by hammering on it;
+- a successful login clears the failures against that username only (`LoginAttempts`), never the
+  address's failures against other usernames, which would let anyone with an account reset their
+  own address's count between guesses;
+- the page a refused login gets (AXES_LOCKOUT_CALLABLE, `lockout_response`): the login form again,
+  saying how long to wait.
+
+RYSH_LOGIN_MAX_FAILURES and RYSH_LOGIN_LOCKOUT_MINUTES are read on each attempt (`failure_limit`,
+`cool_off`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import time
+from datetime import timedelta
 
-from django import forms
+from axes.handlers.database import AxesDatabaseHandler
+from axes.handlers.proxy import AxesProxyHandler
+from axes.helpers import get_client_username
+from axes.models import AccessAttempt, AccessBase, AccessLog
 from django.conf import settings
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
 
-PREFIX = "rysh:login-failures:"
-
-
-def _window() -> int:
-    return settings.RYSH_LOGIN_LOCKOUT_MINUTES * 60
-
-
-def user_key(username: str) -> str:
-    digest = hashlib.sha256(username.strip().lower().encode()).hexdigest()
-    return f"{PREFIX}user:{digest}"
+REFUSED = "Too many failed logins; try again in {wait}."
+BY_USERNAME_OR_ADDRESS = ["username", "ip_address"]
+# from an address the user has logged in from: that address's failures against the username, and
+# the address's failures against any username
+BY_KNOWN_ADDRESS = [["username", "ip_address"], "ip_address"]
 
 
-def ip_key(address: str) -> str:
-    return f"{PREFIX}ip:{address}"
-
-
-def _recent(key: str, now: float) -> list[float]:
-    """The failure times of this key still inside the window."""
-    return [t for t in cache.get(key, []) if t > now - _window()]
-
-
-def locked_seconds(keys: list[str], now: float | None = None) -> int:
-    """Seconds until every key may try again (0: none is locked)."""
-    now = time.time() if now is None else now
-    wait = 0.0
-    for key in keys:
-        recent = _recent(key, now)
-        if len(recent) >= settings.RYSH_LOGIN_MAX_FAILURES:
-            # refused until enough of the failures age out of the window
-            oldest_counted = sorted(recent)[-settings.RYSH_LOGIN_MAX_FAILURES]
-            wait = max(wait, oldest_counted + _window() - now)
-    return math.ceil(wait)
-
-
-def record_failure(keys: list[str], now: float | None = None) -> None:
-    now = time.time() if now is None else now
-    for key in keys:
-        recent = _recent(key, now)[-(settings.RYSH_LOGIN_MAX_FAILURES - 1) :] + [now]
-        cache.set(key, recent, timeout=_window())
-
-
-def clear(key: str) -> None:
-    cache.delete(key)
-
-
-class ThrottledAuthenticationForm(AuthenticationForm):
+class LoginForm(AuthenticationForm):
     error_messages = {
         **AuthenticationForm.error_messages,
         "invalid_login": "Your username and password didn't match. Please try again.",
-        "too_many": "Too many failed logins; try again in %(minutes)s.",
     }
 
-    def _keys(self) -> list[str]:
-        keys = [user_key(self.data.get("username", "") or "")]
-        if self.request is not None and (address := self.request.META.get("REMOTE_ADDR")):
-            keys.append(ip_key(address))
-        return keys
 
-    def clean(self):
-        keys = self._keys()
-        if wait := locked_seconds(keys):
-            minutes = max(1, math.ceil(wait / 60))
-            params = {"minutes": f"{minutes} minute{'s' if minutes != 1 else ''}"}
-            raise forms.ValidationError(self.error_messages["too_many"], code="too_many", params=params)
-        try:
-            cleaned = super().clean()
-        except forms.ValidationError:
-            record_failure(keys)
-            raise
-        clear(keys[0])  # a success clears the username's counter (not the address's)
-        return cleaned
+def failure_limit(request, credentials=None) -> int:
+    return settings.RYSH_LOGIN_MAX_FAILURES
 
 
-class ThrottledLoginView(auth_views.LoginView):
-    form_class = ThrottledAuthenticationForm
+def cool_off(request=None) -> timedelta:
+    return timedelta(minutes=settings.RYSH_LOGIN_LOCKOUT_MINUTES)
+
+
+def lockout_parameters(request_or_attempt, credentials=None) -> list:
+    """What the failures are counted by, for this username from this address (module docstring)."""
+    if isinstance(request_or_attempt, AccessBase):
+        username, address = request_or_attempt.username, request_or_attempt.ip_address
+    else:
+        username = get_client_username(request_or_attempt, credentials)
+        address = request_or_attempt.axes_ip_address
+    return BY_KNOWN_ADDRESS if _known_address(request_or_attempt, username, address) else BY_USERNAME_OR_ADDRESS
+
+
+def _known_address(holder, username: str | None, address: str | None) -> bool:
+    """Has `username` logged in from `address` before? Asked several times per attempt: the
+    answer is kept on the request."""
+    if not username or not address:
+        return False
+    memo = holder.__dict__.setdefault("_rysh_known_addresses", {})
+    if (username, address) not in memo:
+        memo[(username, address)] = AccessLog.objects.filter(username=username, ip_address=address).exists()
+    return memo[(username, address)]
+
+
+class LoginAttempts(AxesDatabaseHandler):
+    """Axes' database handler; a success clears only the failures against its username."""
+
+    def reset_user_attempts(self, request, credentials=None) -> int:
+        count, _ = AccessAttempt.objects.filter(username=get_client_username(request, credentials)).delete()
+        return count
+
+    def locked_seconds(self, request, credentials=None) -> int:
+        """Seconds until this username from this address may try again (0: it may now). For
+        each lock that holds, the failures leave the window newest-last: it lifts when the one
+        that brought the count to the limit does."""
+        limit, window, now = failure_limit(request), cool_off().total_seconds(), timezone.now()
+        wait = 0.0
+        for attempts in self.get_user_attempts(request, credentials):
+            counted = 0
+            for failures, at in attempts.order_by("-attempt_time").values_list("failures_since_start", "attempt_time"):
+                counted += failures
+                if counted >= limit:
+                    wait = max(wait, (at - now).total_seconds() + window)
+                    break
+        return math.ceil(wait)
+
+
+def lockout_response(request: HttpRequest, original_response=None, credentials=None) -> HttpResponse:
+    """The login page again (for the admin's login too), with how long to wait; 429. (Under ASGI
+    axes passes the credentials where the original response goes: they are read from the request.)"""
+    credentials = getattr(request, "axes_credentials", None) or (credentials if isinstance(credentials, dict) else None)
+    handler = AxesProxyHandler.get_implementation()
+    minutes = max(1, math.ceil(handler.locked_seconds(request, credentials) / 60))
+    username = get_client_username(request, credentials) or ""
+    context = {
+        "form": LoginForm(request, initial={"username": username}),
+        "refused": REFUSED.format(wait=f"{minutes} minute{'s' if minutes != 1 else ''}"),
+        "next": request.POST.get("next") or request.GET.get("next", ""),
+    }
+    return render(request, "registration/login.html", context, status=429)

@@ -3,10 +3,11 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from rysh_site.throttle import ThrottledLoginView
+from rysh_site.throttle import LoginForm
 
 urlpatterns = [
-    path("login/", ThrottledLoginView.as_view(), name="login"),  # throttled: throttle.py
+    # this login and the admin's are throttled in the authentication backend (throttle.py)
+    path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("runs.urls")),  # the dashboard is "/", ahead of the catalogue

@@ -20,6 +20,9 @@ def data(settings, tmp_path, monkeypatch):
     settings.DATA_DIR = tmp_path
     monkeypatch.setattr(seed_demo.Command, "_sync", lambda self: None)  # the logins only
     monkeypatch.setattr(seed_demo.Command, "_seed_repository", lambda self, repo: None)
+    # these tests try passwords with a bare authenticate(), no request and many on purpose wrong:
+    # the login throttle (which needs a request) is tests/test_login_throttle.py's business
+    settings.AXES_ENABLED = False
     return tmp_path
 
 

@@ -30,7 +30,7 @@ def auto(*args) -> str:
 
 
 def test_it_sets_lists_and_removes_quotas_at_every_scope(monkeypatch):
-    monkeypatch.setattr("getpass.getuser", lambda: "ops")
+    monkeypatch.setattr("audit.context.os_user", lambda: "ops")
     alice = User.objects.create(username="alice")
     assert auto("quota", "list").strip() == "no quotas: runs are limited only by their own budgets"
     assert auto("quota", "set", "installation", "--window", "day", "--tokens", "20b", "--dollars", "50").strip() == (

@@ -1,0 +1,58 @@
+"""What may change what an open websocket is allowed to see: a logout, a user saved (deactivated,
+made or unmade superuser, a new password), deleted, added to or removed from groups, and groups
+renamed or deleted (roles are group names). Each tells the live hubs, after the commit, whose
+sockets to check again now (runs/events.push_users_changed); the sockets' periodic check covers
+what happens where no signal is sent (a session deleted by hand, another process on the embedded
+default's in-memory channel layer)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.contrib.auth.signals import user_logged_out
+from django.db.models.signals import m2m_changed, post_delete, post_save
+from django.dispatch import receiver
+
+from runs.events import push_users_changed
+
+User = get_user_model()
+HARMLESS = {"last_login"}  # a login's own save changes nothing a socket may see
+
+
+@receiver(user_logged_out, dispatch_uid="live_logged_out")
+def logged_out(sender, request, user, **kwargs) -> None:
+    if user is not None:
+        push_users_changed([user.pk])
+
+
+@receiver(post_save, sender=User, dispatch_uid="live_user_saved")
+def user_saved(sender, instance, created, update_fields=None, raw=False, **kwargs) -> None:
+    if raw or created or (update_fields is not None and set(update_fields) <= HARMLESS):
+        return  # a new user has no socket yet
+    push_users_changed([instance.pk])
+
+
+@receiver(post_delete, sender=User, dispatch_uid="live_user_deleted")
+def user_deleted(sender, instance, **kwargs) -> None:
+    push_users_changed([instance.pk])
+
+
+@receiver(m2m_changed, sender=User.groups.through, dispatch_uid="live_groups_changed")
+def groups_changed(sender, instance, action, reverse, pk_set, **kwargs) -> None:
+    if action not in ("post_add", "post_remove", "post_clear"):
+        return
+    if not reverse:
+        push_users_changed([instance.pk])
+    else:  # group.user_set.…: the users named, or (a clear) whoever was in it
+        push_users_changed(pk_set if action != "post_clear" else None)
+
+
+@receiver(post_save, sender=Group, dispatch_uid="live_group_saved")
+def group_saved(sender, instance, created, raw=False, **kwargs) -> None:
+    if not raw and not created:  # a rename may give or take a role from every member
+        push_users_changed(None)
+
+
+@receiver(post_delete, sender=Group, dispatch_uid="live_group_deleted")
+def group_deleted(sender, instance, **kwargs) -> None:
+    push_users_changed(None)
