@@ -26,9 +26,10 @@ SECRETS = {
 class Site:
     """A loopback site whose pages are set per test: a path maps to HTML or to ("redirect", URL)."""
 
-    def __init__(self):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0):
         self.pages: dict[str, object] = {}
         self.log: list[str] = []
+        self.host = host
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,12 +52,12 @@ class Site:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
-    def url(self, path: str, host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
+    def url(self, path: str, host: str | None = None) -> str:
+        return f"http://{host or self.host}:{self.port}{path}"
 
     def close(self):
         self.httpd.shutdown()
@@ -256,14 +257,26 @@ def test_frames_outside_the_list_are_refused_directly_or_through_a_redirect(make
 
 
 def test_the_dns_rules_refuse_what_routing_cannot_see(make_tools, sites):
-    """Without the listeners too, the browser's own resolver refuses a host outside the list."""
-    a, b = sites
-    a.pages["/go"] = ("redirect", b.url("/secret", host="127.0.0.2"))
-    tools = make_tools(allowed_domains=("127.0.0.1",))
-    tools.open(a.url("/"))
-    tools._run(lambda: tools._context.remove_listener("request", tools._watch_request))
-    tools.call("navigate", {"url": a.url("/go")})
-    assert "B CONTENT" not in tools.call("read_page", {}).content and b.log == []
+    """Without the listeners too, the browser's own resolver refuses a host outside the list:
+    a redirect to an IP literal where a server does listen (127.0.0.2), which never hears of it."""
+    a = sites[0]
+    c = Site(host="127.0.0.2")
+    try:
+        c.pages["/secret"] = "<title>C</title><p>C CONTENT from outside</p>"
+        a.pages["/go"] = ("redirect", c.url("/secret"))
+        reach = make_tools(profile="reach")  # no list: the same redirect does reach C
+        reach.open(a.url("/go"))
+        assert "C CONTENT" in reach.call("read_page", {}).content and "/secret" in c.log
+        reach.close()
+        c.log.clear()
+
+        tools = make_tools(allowed_domains=("127.0.0.1",))
+        tools.open(a.url("/"))
+        tools._run(lambda: tools._context.remove_listener("request", tools._watch_request))
+        tools.call("navigate", {"url": a.url("/go")})
+        assert "C CONTENT" not in tools.call("read_page", {}).content and c.log == []
+    finally:
+        c.close()
 
 
 # -- 3. what a key press amounts to -------------------------------------------------------------------
