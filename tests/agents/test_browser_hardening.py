@@ -256,21 +256,23 @@ def test_frames_outside_the_list_are_refused_directly_or_through_a_redirect(make
     assert b.log == []
 
 
-def test_the_dns_rules_refuse_what_routing_cannot_see(make_tools, sites):
-    """Without the listeners too, the browser's own resolver refuses a host outside the list:
-    a redirect to an IP literal where a server does listen (127.0.0.2), which never hears of it."""
+def test_the_way_out_refuses_what_routing_cannot_see(make_tools, sites, loopback_pages_allowed):
+    """Without the listeners too, a redirect hop outside the list never connects: the browser
+    resolves no name itself, and its egress proxy refuses a host outside allowed_domains. C
+    listens on 127.0.0.2, allowed as a private host here, so only allowed_domains holds it."""
     a = sites[0]
     c = Site(host="127.0.0.2")
+    private_hosts = (*loopback_pages_allowed, "127.0.0.2")
     try:
         c.pages["/secret"] = "<title>C</title><p>C CONTENT from outside</p>"
         a.pages["/go"] = ("redirect", c.url("/secret"))
-        reach = make_tools(profile="reach")  # no list: the same redirect does reach C
+        reach = make_tools(profile="reach", private_hosts=private_hosts)  # no list: the redirect reaches C
         reach.open(a.url("/go"))
         assert "C CONTENT" in reach.call("read_page", {}).content and "/secret" in c.log
         reach.close()
         c.log.clear()
 
-        tools = make_tools(allowed_domains=("127.0.0.1",))
+        tools = make_tools(allowed_domains=("127.0.0.1",), private_hosts=private_hosts)
         tools.open(a.url("/"))
         tools._run(lambda: tools._context.remove_listener("request", tools._watch_request))
         tools.call("navigate", {"url": a.url("/go")})
