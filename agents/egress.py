@@ -15,7 +15,6 @@ own resolver knows no host, and WebRTC may not use UDP outside a proxy.
 from __future__ import annotations
 
 import logging
-import select
 import socket
 import struct
 import threading
@@ -252,27 +251,25 @@ def _connect(infos: list) -> socket.socket | None:
 
 
 def _relay(a: socket.socket, b: socket.socket) -> None:
-    """Bytes both ways until both sides have finished (a half-close is passed on). poll, not
-    select: a worker's descriptors may number past select's 1024."""
-    peers = {a.fileno(): (a, b), b.fileno(): (b, a)}
-    poller = select.poll()
-    for fd in peers:
-        poller.register(fd, select.POLLIN)
-    while peers:
-        for fd, _event in poller.poll():
-            if fd not in peers:
-                continue
-            sock, other = peers[fd]
-            data = sock.recv(CHUNK)
-            if data:
-                other.sendall(data)
-                continue
-            poller.unregister(fd)
-            del peers[fd]
+    """Bytes both ways, one thread per direction (neither waits on the other), until both sides
+    have finished; a half-close is passed on."""
+    back = threading.Thread(target=_pump, args=(b, a), daemon=True)
+    back.start()
+    _pump(a, b)
+    back.join()
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(CHUNK):
+            sink.sendall(data)
+        sink.shutdown(socket.SHUT_WR)
+    except OSError:  # one side is gone: end both directions
+        for sock in (source, sink):
             try:
-                other.shutdown(socket.SHUT_WR)
+                sock.shutdown(socket.SHUT_RDWR)
             except OSError:
-                return  # the other side is gone too
+                pass
 
 
 def _read(sock: socket.socket, size: int) -> bytes:

@@ -244,6 +244,43 @@ def test_the_proxy_refuses_before_connecting_and_relays_what_it_allows(listener,
         allowing.stop()
 
 
+def test_the_proxy_carries_a_large_upload_and_download_at_once(loopback_only):
+    """Both directions at once, each larger than the sockets' buffers: neither waits on the other."""
+    size = 8 * 1024 * 1024
+    server = socket.create_server(("127.0.0.2", 0))
+    got = []
+
+    def serve():
+        conn, _ = server.accept()
+        with conn:
+            sender = threading.Thread(target=conn.sendall, args=(b"d" * size,))
+            sender.start()
+            received = 0
+            while chunk := conn.recv(65536):
+                received += len(chunk)
+            got.append(received)
+            sender.join()
+
+    threading.Thread(target=serve, daemon=True).start()
+    guard = Egress(private_hosts=("127.0.0.2",))
+    guard.start()
+    try:
+        client, code = socks_connect(guard.port, "127.0.0.2", server.getsockname()[1])
+        assert code == egress.SUCCEEDED
+        client.settimeout(20)
+        uploader = threading.Thread(target=lambda: (client.sendall(b"u" * size), client.shutdown(socket.SHUT_WR)))
+        uploader.start()
+        downloaded = 0
+        while chunk := client.recv(65536):
+            downloaded += len(chunk)
+        uploader.join()
+        client.close()
+        assert downloaded == size and got == [size]
+    finally:
+        guard.stop()
+        server.close()
+
+
 # -- in the browser: every request, whatever allowed_domains says ----------------------------------
 
 
