@@ -10,6 +10,9 @@ thread this class owns; the engine's thread only submits work and waits for it.
 
 Page content is data, never instructions: whatever a page says reaches the model inside a
 delimited <page_content> block — its text, and its title and URL too (the page sets both).
+
+Every connection the browser makes goes through its own proxy (agents/egress.py), which refuses
+private and internal addresses, and hosts outside `allowed_domains`, for every request and hop.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
-from agents.domains import host_allowed
+from agents.domains import canonical_host, host_allowed, split_host_port
+from agents.egress import ALLOW_SETTING, PROXY_HOST, Egress, literal_refusal
 from agents.ports import PageCapture, ToolResult
 from agents.task_tools import PAGE_NOTE, ResultsTools, page_text
 from budgets.guard import cut_marker
@@ -63,6 +67,7 @@ NAVIGATION_TIMEOUT_MS = 30_000
 MAX_WAIT_SECONDS = 30
 OUTER_TIMEOUT_SECONDS = 120  # a Playwright call that outlives every inner timeout
 ALWAYS_ALLOWED_SCHEMES = ("about", "data", "blob")
+ONLY_PUBLIC = f"only public addresses may be reached (an admin may name private hosts in {ALLOW_SETTING})"
 # Read with Playwright's selector engines, which run apart from the page's own scripts, so a
 # page cannot lie about them by patching the DOM's prototypes.
 LOWER_TYPE = "translate(@type, 'ABCDEGIMSTU', 'abcdegimstu')"
@@ -261,11 +266,23 @@ def start_with_sandbox(launch: Callable[[bool], Any], notes: list[str]):
 
 def resolver_rules(allowed: tuple[str, ...]) -> str | None:
     """allowed_domains again, in the browser's own DNS: no other host resolves, so neither a
-    redirect (which Playwright's routing never sees) nor any other request can reach one."""
+    redirect (which Playwright's routing never sees) nor any other request can reach one.
+    (A browser behind the egress proxy resolves nothing itself: see proxy_args.)"""
     if not allowed:
         return None
     hosts = [h for h in allowed if RESOLVER_HOST_RE.match(h)]  # nothing that could end a rule
     return ", ".join(["MAP * ~NOTFOUND", *(f"EXCLUDE {h}" for h in hosts)])
+
+
+def proxy_args(port: int) -> list[str]:
+    """Every connection through the egress proxy on loopback: loopback itself too (Chromium
+    would otherwise go there directly), and no name resolved by the browser (the proxy resolves
+    each one, checks its addresses and connects to them)."""
+    return [
+        f"--proxy-server=socks5://{PROXY_HOST}:{port}",
+        "--proxy-bypass-list=<-loopback>",
+        f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {PROXY_HOST}",
+    ]
 
 
 def launch_options(
@@ -276,9 +293,11 @@ def launch_options(
     sandbox: bool | None = None,
     allowed: tuple[str, ...] = (),
     environ: dict[str, str] | None = None,
+    proxy_port: int | None = None,
 ) -> dict:
     """Playwright's launch options. `sandbox=None` decides by the probe (and warns when it
-    cannot be sandboxed); `environ` (default: the worker's) is scrubbed by browser_env()."""
+    cannot be sandboxed); `environ` (default: the worker's) is scrubbed by browser_env();
+    `proxy_port` is the egress proxy every connection goes through (web recipes' browsers)."""
     if sandbox is None:
         problem = sandbox_problem()
         if problem:
@@ -286,7 +305,9 @@ def launch_options(
         sandbox = problem is None
     args = list(CHROMIUM_ARGS) if sandbox else [NO_SANDBOX, *CHROMIUM_ARGS]
     rules = resolver_rules(allowed)
-    if rules:
+    if proxy_port is not None:
+        args += proxy_args(proxy_port)
+    elif rules:
         args.append(f"--host-resolver-rules={rules}")
     options: dict[str, Any] = {
         "headless": headless,
@@ -314,7 +335,7 @@ def url_allowed(url: str, allowed: tuple[str, ...]) -> bool:
         return True
     if parts.scheme not in ("http", "https", "ws", "wss"):
         return False
-    return not allowed or host_allowed(parts.hostname or "", allowed)
+    return not allowed or host_allowed(canonical_host(parts.hostname or ""), allowed)
 
 
 # -- the tools --------------------------------------------------------------------------------
@@ -438,6 +459,7 @@ class BrowserTools:
         text_limit: int = 20000,
         action_timeout: float = 15,
         profile_wait: float = 0,
+        private_hosts: tuple[str, ...] = (),
     ):
         self.profile = profile
         self.profiles_root = Path(profiles_root)
@@ -451,6 +473,15 @@ class BrowserTools:
         self.text_limit = text_limit
         self.action_timeout_ms = int(action_timeout * 1000)
         self.profile_wait = profile_wait
+        # private hosts the egress proxy lets through (RYSH_BROWSER_ALLOW_PRIVATE_HOSTS and the
+        # dashboard's own host:port); every other private or internal address is refused
+        self.private_hosts = tuple(h.strip().lower() for h in private_hosts if h.strip())
+        for entry in self.private_hosts:
+            try:
+                split_host_port(entry)
+            except ValueError as exc:
+                raise BrowserError(f"{ALLOW_SETTING}: {exc}") from None
+        self._egress: Egress | None = None
         self.blocked: list[str] = []  # requests refused by allowed_domains since the last tool result
         self._escaped: list[str] = []  # navigations outside allowed_domains during this tool call
         self.videos: list[str] = []
@@ -518,12 +549,16 @@ class BrowserTools:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
 
+        self._egress = Egress(allowed_domains=self.allowed, private_hosts=self.private_hosts)
+        self._egress.start()  # before Chromium: it is the browser's only way out
         self._playwright = sync_playwright().start()
         try:
             self._context = self._start_chromium()
         except PlaywrightError as exc:
             self._playwright.stop()
             self._playwright = None
+            self._egress.stop()
+            self._egress = None
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise BrowserError(f"could not start Chromium ({self.executable or 'Playwright build'}): {first}") from None
         self._context.set_default_timeout(self.action_timeout_ms)
@@ -556,6 +591,7 @@ class BrowserTools:
             record_dir=self.record_dir,
             sandbox=sandbox,
             allowed=self.allowed,
+            proxy_port=self._egress.port,
         )
         launch = self._playwright.chromium.launch_persistent_context
         try:
@@ -587,6 +623,9 @@ class BrowserTools:
             if self._playwright is not None:
                 self._playwright.stop()
                 self._playwright = None
+            if self._egress is not None:
+                self._egress.stop()
+                self._egress = None
 
     def _refuse(self, route) -> None:
         self.blocked.append(route.request.url)
@@ -836,6 +875,9 @@ class BrowserTools:
                 f"refused: {urlsplit(target).hostname} is outside this recipe's allowed_domains "
                 f"({', '.join(self.allowed)})"
             )
+        why = literal_refusal(target, self.private_hosts)  # names: the egress proxy resolves them
+        if why:
+            raise ToolError(f"refused: {why}; {ONLY_PUBLIC}")
         response = self._page.goto(target, wait_until="domcontentloaded")
         status = f" (HTTP {response.status})" if response is not None else ""
         return ToolResult(f"opened {_shown_url(self._page.url)}{status}\n{self._title_block()}")
@@ -985,14 +1027,24 @@ class BrowserTools:
     # -- after every tool ----------------------------------------------------------------------
 
     def _with_blocked(self, result: ToolResult) -> ToolResult:
+        refused = self._egress.take_refused() if self._egress is not None else []
+        if refused:
+            result.content += (
+                f"\n[refused {len(refused)} connection(s) to private or internal addresses: "
+                f"{_first_few(refused)}; {ONLY_PUBLIC}]"
+            )
         if not self.blocked:
             return result
         blocked, self.blocked = self.blocked, []
-        shown = ", ".join(blocked[:5]) + (f" and {len(blocked) - 5} more" if len(blocked) > 5 else "")
         result.content += (
-            f"\n[allowed_domains refused {len(blocked)} request(s) outside {', '.join(self.allowed)}: {shown}]"
+            f"\n[allowed_domains refused {len(blocked)} request(s) outside {', '.join(self.allowed)}: "
+            f"{_first_few(blocked)}]"
         )
         return result
+
+
+def _first_few(items: list[str]) -> str:
+    return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
 
 
 def _text_only(tool: dict) -> dict:

@@ -43,10 +43,16 @@ REFUSED_NETWORKS: tuple[tuple[_Network, str], ...] = tuple(
         ("192.168.0.0/16", "a private address"),
         ("100.64.0.0/10", "a shared (carrier-grade NAT) address"),
         ("169.254.0.0/16", "a link-local address (cloud metadata lives here)"),
+        ("192.0.0.0/24", "an IETF protocol assignment address"),
+        ("198.18.0.0/15", "a benchmarking address"),
         ("224.0.0.0/4", "a multicast address"),
         ("240.0.0.0/4", "a reserved or broadcast address"),
         ("::/128", "an unspecified address"),
         ("::1/128", "a loopback address"),
+        ("::/96", "an IPv4-compatible address (deprecated)"),
+        ("64:ff9b::/96", "a NAT64 address"),
+        ("64:ff9b:1::/48", "a local-use NAT64 address"),
+        ("2001::/32", "a Teredo address"),
         ("fc00::/7", "a private (unique local) address"),
         ("fe80::/10", "a link-local address"),
         ("ff00::/8", "a multicast address"),
@@ -161,18 +167,32 @@ class AddressRefused(Exception):
     """A hop of http_get resolved to an address the guard refuses."""
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def carried_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries: mapped (::ffff:a.b.c.d), 6to4, Teredo (its
+    server and its client), NAT64 (64:ff9b::a.b.c.d) and IPv4-compatible (::a.b.c.d)."""
+    carried = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())]
+    if ip in _NAT64 or (ip in _IPV4_COMPATIBLE and int(ip) > 1):  # ::1 and :: are themselves
+        carried.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return [inner for inner in carried if inner is not None]
+
+
 def refused_because(address: str, refused: Sequence[tuple[_Network, str]] = REFUSED_NETWORKS) -> str | None:
     """Why http_get refuses this IP address (e.g. "a private address (10.0.0.0/8)"), or None.
 
-    IPv4 inside IPv6 (::ffff:10.0.0.1, 6to4 2002:a00:1::) is judged as the IPv4 it carries.
+    IPv4 inside IPv6 (::ffff:10.0.0.1, 6to4 2002:a00:1::, Teredo, NAT64 64:ff9b::a00:1,
+    ::10.0.0.1) is judged as the IPv4 it carries first, so the reason names what it reaches.
     """
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return "not an IP address"
-    candidates = [ip]
+    candidates: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = [ip]
     if isinstance(ip, ipaddress.IPv6Address):
-        candidates += [inner for inner in (ip.ipv4_mapped, ip.sixtofour) if inner is not None]
+        candidates = [*carried_ipv4(ip), ip]
     for candidate in candidates:
         for network, why in refused:
             if candidate.version == network.version and candidate in network:

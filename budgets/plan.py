@@ -172,7 +172,8 @@ def grant_refusal(plan: Plan, base: Plan, cause: str, already: Grant, extra: Gra
         if asked > limit:
             return (
                 f"grants may add at most {show(limit)} {what} to this recipe's runs "
-                f"(RYSH_GRANT_MAX_FACTOR={max_factor:g} × the recipe's own); this one would add {show(asked)} in all"
+                f"(RYSH_GRANT_MAX_PERCENT={max_factor * 100:g}: {max_factor * 100:g}% of the recipe's own); "
+                f"this one would add {show(asked)} in all"
             )
     still = plan.granted(extra)
     if cause == "budget exhausted" and not extra.tokens:

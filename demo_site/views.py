@@ -2,36 +2,68 @@
 
 Public on purpose (no login): it is the page the demo's agent drives in a real browser,
 like Medium for the seeds' publishing recipe — write a story, save it as a draft, publish
-the draft. Stories live in the visitor's session, so each browser profile has its own and
-a draft saved in one pass is still there in the next.
+the draft. A visitor's stories live in their own browser, in one signed cookie (the browser
+profile keeps it, so a draft saved in one pass is still there in the next): the server keeps
+nothing for a visitor, so no number of anonymous posts can grow the database.
 
-Mounted only while the demo is on (RYSH_DEMO_SITE), and bounded: reading never creates a
-session, a visitor keeps at most MAX_STORIES (the oldest go first), and an anonymous visitor's
-session expires after a day (django's clearsessions removes it).
+Mounted only while the demo is on (RYSH_DEMO_SITE), and bounded: the cookie holds at most
+MAX_COOKIE_BYTES (the oldest stories go first, a story too long to fit alone is refused) and at
+most MAX_STORIES stories, and lasts a day.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.core import signing
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-SESSION_KEY = "demo_site_stories"
+COOKIE = "tiny_press"
+COOKIE_SALT = "demo_site.stories"
+MAX_COOKIE_BYTES = 3800  # browsers keep 4096 bytes per cookie, name and attributes included
 MAX_STORIES = 20
 MAX_TITLE = 200
-MAX_BODY = 20_000
-ANONYMOUS_SESSION_SECONDS = 24 * 3600
+MAX_BODY = 20_000  # cut before packing; what fits the cookie decides
+VISITOR_SECONDS = 24 * 3600
+TOO_LONG = (
+    "This story is too long for Tiny Press: a demo site keeps a visitor's stories in their "
+    f"browser, about {MAX_COOKIE_BYTES // 1000} KB in all."
+)
 
 
 def _stories(request: HttpRequest) -> list[dict]:
-    """The visitor's stories, read only: a visitor who never saves gets no session row."""
-    return request.session.get(SESSION_KEY, [])
+    """The visitor's stories from their cookie; none when it is missing, forged or a day old."""
+    try:
+        stories = signing.loads(request.COOKIES.get(COOKIE, ""), salt=COOKIE_SALT, max_age=VISITOR_SECONDS)
+    except signing.BadSignature:
+        return []
+    return stories if isinstance(stories, list) else []
 
 
-def _save(request: HttpRequest, stories: list[dict]) -> None:
-    request.session[SESSION_KEY] = stories[-MAX_STORIES:]
-    if not request.user.is_authenticated:
-        request.session.set_expiry(ANONYMOUS_SESSION_SECONDS)
+def _packed(stories: list[dict]) -> tuple[str, list[dict]]:
+    """The newest stories that fit the cookie, signed and compressed, and which they are."""
+    kept = stories[-MAX_STORIES:]
+    while kept:
+        value = signing.dumps(kept, salt=COOKIE_SALT, compress=True)
+        if len(value) <= MAX_COOKIE_BYTES:
+            return value, kept
+        kept = kept[1:]  # the oldest go first
+    return "", []
+
+
+def _saved(response: HttpResponse, value: str) -> HttpResponse:
+    response.set_cookie(
+        COOKIE,
+        value,
+        max_age=VISITOR_SECONDS,
+        path=reverse("demo_site_editor"),
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
+    return response
 
 
 def _story(request: HttpRequest, number: int) -> dict:
@@ -56,8 +88,10 @@ def editor(request: HttpRequest) -> HttpResponse:
                 "body": body[:MAX_BODY],
                 "published": False,
             }
-            _save(request, [*stories, story])
-            return redirect("demo_site_story", number=story["id"])
+            value, kept = _packed([*stories, story])
+            if story in kept:
+                return _saved(redirect("demo_site_story", number=story["id"]), value)
+            error = TOO_LONG
     return render(
         request, "demo_site/editor.html", {"error": error, "title": title, "body": body}, status=400 if error else 200
     )
@@ -76,9 +110,13 @@ def story(request: HttpRequest, number: int) -> HttpResponse:
 
 @require_POST
 def publish(request: HttpRequest, number: int) -> HttpResponse:
-    _story(request, number)["published"] = True
-    _save(request, _stories(request))
-    return redirect("demo_site_public", number=number)
+    stories = _stories(request)
+    for story in stories:
+        if story["id"] == number:
+            story["published"] = True
+            value, _kept = _packed(stories)
+            return _saved(redirect("demo_site_public", number=number), value)
+    raise Http404("no such story")
 
 
 def public(request: HttpRequest, number: int) -> HttpResponse:

@@ -5,7 +5,7 @@ for a task with `workdir:` a shell in the sandbox and file tools in the run's wo
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from django.conf import settings
 
@@ -62,6 +62,15 @@ def site_url(url: str) -> str:
     return urljoin(settings.RYSH_SITE_URL + "/", url) if url.startswith("/") else url
 
 
+def browser_private_hosts() -> tuple[str, ...]:
+    """The private hosts a web run's browser may reach: RYSH_BROWSER_ALLOW_PRIVATE_HOSTS, and this
+    dashboard's own host:port (RYSH_SITE_URL), where the offline demo browses /demo-site/."""
+    site = urlsplit(settings.RYSH_SITE_URL)
+    port = site.port or (443 if site.scheme == "https" else 80)
+    host = f"[{site.hostname}]" if ":" in (site.hostname or "") else site.hostname
+    return (*settings.RYSH_BROWSER_ALLOW_PRIVATE_HOSTS, f"{host}:{port}")
+
+
 def web_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> BrowserTools:
     tools = BrowserTools(
         profile=spec.web_profile,
@@ -75,6 +84,7 @@ def web_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> BrowserTools:
         text_limit=settings.RYSH_PAGE_TEXT_LIMIT,
         action_timeout=settings.RYSH_BROWSER_TIMEOUT,
         profile_wait=settings.RYSH_PROFILE_WAIT,
+        private_hosts=browser_private_hosts(),
     )
     # the recipe's url is open before the first step; a continue reopens the checkpointed page
     tools.open(start_url(run, spec), cancelled=lambda: _cancel_requested(run.pk))

@@ -6,12 +6,14 @@ switches to PostgreSQL and REDIS_URL to the Redis broker and channel layer.
 
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from rysh_site.env import envbool, envchoice, envhosts, envint, envnetworks, envstr
 from rysh_site.security import private_dir, restrict_umask
@@ -270,6 +272,24 @@ RYSH_WS_ORIGINS = _ws_origins()
 # System Chromium when present; empty: Playwright's own build (`playwright install chromium`).
 RYSH_CHROMIUM = envstr("RYSH_CHROMIUM", shutil.which("chromium") or shutil.which("chromium-browser") or "")
 RYSH_PROFILES_DIR = DATA_DIR / "profiles"  # persistent browser profiles, mode 0700
+
+
+def _browser_private_hosts() -> list[str]:
+    """The browser of web recipes reaches only public addresses (agents/egress.py), for every
+    request and redirect hop; these hosts it may reach although their addresses are private or
+    internal (an intranet a team automates), comma-separated: `wiki.corp.example`,
+    `*.corp.example`, `10.0.0.7`, `host:port`, `[fd00::7]:8080`. This dashboard's own
+    RYSH_SITE_URL host:port is allowed always (runs/wiring.py: the offline demo browses it)."""
+    hosts = [h.strip().lower() for h in envstr("RYSH_BROWSER_ALLOW_PRIVATE_HOSTS").split(",") if h.strip()]
+    for host in hosts:
+        if not re.fullmatch(r"((\*\.)?[a-z0-9_-][a-z0-9._-]*|\[[0-9a-f:.]+\]|[0-9a-f:.]+)(:\d{1,5})?", host):
+            raise ImproperlyConfigured(
+                f"RYSH_BROWSER_ALLOW_PRIVATE_HOSTS: expected host names, *.domain or host:port, got {host!r}"
+            )
+    return hosts
+
+
+RYSH_BROWSER_ALLOW_PRIVATE_HOSTS = _browser_private_hosts()
 RYSH_SCREENSHOTS_DIR = DATA_DIR / "screenshots"  # the filmstrip: one small JPEG per web step
 RYSH_VIDEOS_DIR = DATA_DIR / "videos"  # `record: true`
 # Result snapshots (runs/snapshots.py): every pass's result files, kept once per content.

@@ -26,9 +26,10 @@ SECRETS = {
 class Site:
     """A loopback site whose pages are set per test: a path maps to HTML or to ("redirect", URL)."""
 
-    def __init__(self):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0):
         self.pages: dict[str, object] = {}
         self.log: list[str] = []
+        self.host = host
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,12 +52,12 @@ class Site:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
-    def url(self, path: str, host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
+    def url(self, path: str, host: str | None = None) -> str:
+        return f"http://{host or self.host}:{self.port}{path}"
 
     def close(self):
         self.httpd.shutdown()
@@ -255,15 +256,29 @@ def test_frames_outside_the_list_are_refused_directly_or_through_a_redirect(make
     assert b.log == []
 
 
-def test_the_dns_rules_refuse_what_routing_cannot_see(make_tools, sites):
-    """Without the listeners too, the browser's own resolver refuses a host outside the list."""
-    a, b = sites
-    a.pages["/go"] = ("redirect", b.url("/secret", host="127.0.0.2"))
-    tools = make_tools(allowed_domains=("127.0.0.1",))
-    tools.open(a.url("/"))
-    tools._run(lambda: tools._context.remove_listener("request", tools._watch_request))
-    tools.call("navigate", {"url": a.url("/go")})
-    assert "B CONTENT" not in tools.call("read_page", {}).content and b.log == []
+def test_the_way_out_refuses_what_routing_cannot_see(make_tools, sites, loopback_pages_allowed):
+    """Without the listeners too, a redirect hop outside the list never connects: the browser
+    resolves no name itself, and its egress proxy refuses a host outside allowed_domains. C
+    listens on 127.0.0.2, allowed as a private host here, so only allowed_domains holds it."""
+    a = sites[0]
+    c = Site(host="127.0.0.2")
+    private_hosts = (*loopback_pages_allowed, "127.0.0.2")
+    try:
+        c.pages["/secret"] = "<title>C</title><p>C CONTENT from outside</p>"
+        a.pages["/go"] = ("redirect", c.url("/secret"))
+        reach = make_tools(profile="reach", private_hosts=private_hosts)  # no list: the redirect reaches C
+        reach.open(a.url("/go"))
+        assert "C CONTENT" in reach.call("read_page", {}).content and "/secret" in c.log
+        reach.close()
+        c.log.clear()
+
+        tools = make_tools(allowed_domains=("127.0.0.1",), private_hosts=private_hosts)
+        tools.open(a.url("/"))
+        tools._run(lambda: tools._context.remove_listener("request", tools._watch_request))
+        tools.call("navigate", {"url": a.url("/go")})
+        assert "C CONTENT" not in tools.call("read_page", {}).content and c.log == []
+    finally:
+        c.close()
 
 
 # -- 3. what a key press amounts to -------------------------------------------------------------------

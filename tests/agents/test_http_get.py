@@ -48,11 +48,30 @@ HOSTILE_PAGE = (
         ("::ffff:127.0.0.1", "loopback"),
         ("::ffff:169.254.169.254", "link-local"),
         ("2002:a00:1::1", "private"),  # 6to4 carrying 10.0.0.1
+        ("192.0.0.1", "IETF protocol assignment"),
+        ("192.0.0.170", "IETF protocol assignment"),
+        ("198.18.0.1", "benchmarking"),
+        ("198.19.255.254", "benchmarking"),
+        ("64:ff9b::a9fe:a9fe", "link-local"),  # NAT64 carrying 169.254.169.254
+        ("64:ff9b::7f00:1", "loopback"),  # NAT64 carrying 127.0.0.1
+        ("64:ff9b::808:808", "NAT64"),  # NAT64 carrying a public address: still NAT64
+        ("64:ff9b:1::a00:1", "local-use NAT64"),
+        ("2001:0:4136:e378:8000:63bf:f5ff:fffe", "private"),  # Teredo, its client 10.0.0.1
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"),  # Teredo, its client 192.0.2.45
+        ("::7f00:1", "loopback"),  # IPv4-compatible ::127.0.0.1
+        ("::a9fe:a9fe", "link-local"),  # IPv4-compatible ::169.254.169.254
+        ("::808:808", "IPv4-compatible"),
         ("not-an-ip", "not an IP"),
         ("93.184.216.34", None),
         ("8.8.8.8", None),
         ("172.32.0.1", None),
         ("192.169.0.1", None),
+        ("192.0.1.1", None),
+        ("198.20.0.1", None),
+        ("198.17.255.255", None),
+        ("::ffff:8.8.8.8", None),
+        ("64:ff9c::1", None),
+        ("2001:4860:4860::8888", None),
         ("2606:4700:4700::1111", None),
     ],
 )
@@ -115,12 +134,15 @@ def server():
 
 @pytest.fixture
 def connects(monkeypatch):
-    """Every address a socket connects to."""
+    """Every address a socket connects to; only loopback is really connected to, whatever a
+    broken guard would let through."""
     seen = []
     real = socket.socket.connect
 
     def spy(sock, address):
         seen.append(address[0])
+        if not ipaddress.ip_address(address[0].split("%")[0]).is_loopback:
+            raise OSError(f"the test refuses to connect to {address[0]}: loopback only")
         return real(sock, address)
 
     monkeypatch.setattr(socket.socket, "connect", spy)
@@ -221,11 +243,35 @@ def test_an_error_status_is_a_tool_error(server):
         ("http://[::1]:8000/", "::1"),
         ("http://[::ffff:10.0.0.1]/", "::ffff:10.0.0.1"),
         ("http://0.0.0.0:8000/", "0.0.0.0"),
+        ("http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "64:ff9b::a9fe:a9fe"),
+        ("http://[::7f00:1]:8000/", "::7f00:1"),
+        ("http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/", "2001:0:4136:e378:8000:63bf:f5ff:fffe"),
+        ("http://198.18.0.1/", "198.18.0.1"),
+        ("http://192.0.0.170/", "192.0.0.170"),
     ],
 )
 def test_literal_addresses_are_refused_before_connecting(connects, target, host):
     result = http_get(target)
     assert result.is_error and f"refused {host}" in result.content
+    assert connects == []
+
+
+@pytest.mark.parametrize("spelling", ["2130706433", "0x7f000001", "0177.0.0.1", "127.1"])
+def test_other_spellings_of_a_loopback_literal_are_refused(server, connects, spelling):
+    """Decimal, hex, octal and short forms of 127.0.0.1 resolve to it, and it is judged."""
+    result = http_get(f"http://{spelling}:{server.server_address[1]}/page")
+    assert result.is_error and "loopback" in result.content, result.content
+    assert connects == [] and server.paths == []
+
+
+def test_a_name_resolving_to_nat64_is_refused(server, connects, monkeypatch):
+    monkeypatch.setattr(
+        task_tools.socket,
+        "getaddrinfo",
+        lambda host, port, *a, **k: [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("64:ff9b::a9fe:a9fe", port, 0, 0))],
+    )
+    result = http_get("http://metadata.example/latest/meta-data/")
+    assert result.is_error and "refused metadata.example" in result.content and "link-local" in result.content
     assert connects == []
 
 

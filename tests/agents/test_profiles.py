@@ -37,7 +37,11 @@ def test_web_login_keeps_a_login_that_a_later_headless_run_reuses(profiles, site
     call_command("web_login", "shop", site.url("/cookie/set"), "--headless", "--timeout", "0.5", stdout=out)
     assert "profile 'shop' is open at" in out.getvalue() and "now start logged in" in out.getvalue()
     with BrowserTools(
-        profile="shop", profiles_root=profiles, output_dir=tmp_path / "r", executable=settings.RYSH_CHROMIUM
+        profile="shop",
+        profiles_root=profiles,
+        output_dir=tmp_path / "r",
+        executable=settings.RYSH_CHROMIUM,
+        private_hosts=tuple(settings.RYSH_BROWSER_ALLOW_PRIVATE_HOSTS),
     ) as tools:
         tools.open(site.url("/cookie/show"))
         assert "cookies: login=alice" in tools.call("read_page", {}).content
@@ -46,7 +50,11 @@ def test_web_login_keeps_a_login_that_a_later_headless_run_reuses(profiles, site
 def test_the_cli_lists_and_deletes_profiles_but_never_one_in_use(profiles, site, settings, tmp_path):
     assert auto("web", "profile", "list").startswith("no browser profiles yet")
     tools = BrowserTools(
-        profile="shop", profiles_root=profiles, output_dir=tmp_path / "r", executable=settings.RYSH_CHROMIUM
+        profile="shop",
+        profiles_root=profiles,
+        output_dir=tmp_path / "r",
+        executable=settings.RYSH_CHROMIUM,
+        private_hosts=tuple(settings.RYSH_BROWSER_ALLOW_PRIVATE_HOSTS),
     )
     tools.open(site.url("/cookie/set"))
     try:

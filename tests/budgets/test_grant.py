@@ -52,3 +52,10 @@ def test_a_grant_must_give_what_the_run_ran_out_of(extra):
         refusal = grant_refusal(plan, BASE, cause, Grant(), extra, 2.0)
         if getattr(extra, needed) == 0:
             assert refusal is not None
+
+
+@given(grants, st.sampled_from(["passes", "tokens", "seconds"]), st.integers(1, 10**9), st.sampled_from(CAUSES))
+def test_a_grant_that_takes_anything_away_is_refused(extra, field, minus, cause):
+    taking = Grant(**{**vars(extra), field: -minus})
+    refusal = grant_refusal(BASE, BASE, cause, Grant(), taking, 2.0)
+    assert refusal == "a grant only adds: passes, tokens and time must not be negative"

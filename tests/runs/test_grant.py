@@ -90,6 +90,64 @@ def test_a_grant_that_cannot_help_or_passes_the_maximum_is_refused(start, extra,
     assert run.state == RunState.FINISHED and not Grant.objects.exists()
 
 
+def test_the_refusal_names_the_setting_that_sets_the_maximum(start, settings):
+    settings.RYSH_GRANT_MAX_PERCENT = 50
+    run = ended_at_the_pass_cap(start)
+    with pytest.raises(services.RunRefused) as refused:
+        services.run_grant(run=run, extra=PlanGrant(passes=2))
+    assert str(refused.value) == (
+        f"run #{run.pk}: grants may add at most 1 passes to this recipe's runs "
+        "(RYSH_GRANT_MAX_PERCENT=50: 50% of the recipe's own); this one would add 2 in all"
+    )
+    assert hasattr(settings, "RYSH_GRANT_MAX_PERCENT") and not hasattr(settings, "RYSH_GRANT_MAX_FACTOR")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        PlanGrant(passes=-1),
+        PlanGrant(tokens=-10_000),
+        PlanGrant(seconds=-60),
+        PlanGrant(passes=2, tokens=-10_000),  # a negative hidden beside a positive
+        PlanGrant(passes=-1, tokens=10_000, seconds=60),
+    ],
+)
+def test_a_negative_grant_is_refused_and_changes_nothing(start, extra):
+    run = ended_at_the_pass_cap(start)
+    plan_before = dict(run.plan)
+    with pytest.raises(services.RunRefused, match="a grant only adds: passes, tokens and time must not be negative"):
+        services.run_grant(run=run, extra=extra)
+    run.refresh_from_db()
+    assert run.state == RunState.FINISHED and run.plan == plan_before
+    assert not Grant.objects.exists() and not RunEvent.objects.filter(run=run, kind="granted").exists()
+
+
+@pytest.mark.parametrize(
+    "options, said",
+    [
+        (["--passes", "-1"], "a grant only adds: passes, tokens and time must not be negative"),
+        (["--passes=-3", "--time", "10m"], "a grant only adds: passes, tokens and time must not be negative"),
+        (["--total=-10p"], "grant: expected a budget size"),
+        (["--time=-5m"], "grant: expected a duration"),
+    ],
+)
+def test_the_cli_refuses_a_negative_grant(start, options, said):
+    run = ended_at_the_pass_cap(start)
+    with pytest.raises(CommandError, match=re.escape(said)):
+        call_command("auto", "task", "grant", f"#{run.pk}", *options, stdout=StringIO())
+    run.refresh_from_db()
+    assert run.state == RunState.FINISHED and run.plan["passes"] == 2 and not Grant.objects.exists()
+
+
+def test_the_run_page_refuses_a_negative_grant(start):
+    run = ended_at_the_pass_cap(start)
+    operator = client_for(user_with("operator"))
+    refused = operator.post(f"/runs/{run.pk}/grant/", {"passes": "-1"}, follow=True).content.decode()
+    assert "grant refused: passes:" in refused
+    run.refresh_from_db()
+    assert run.state == RunState.FINISHED and not Grant.objects.exists()
+
+
 def test_grants_add_up_against_the_maximum(start, settings):
     settings.RYSH_GRANT_MAX_PERCENT = 50  # one more pass of the recipe's two
     run = ended_at_the_pass_cap(start)
