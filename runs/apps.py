@@ -17,7 +17,7 @@ def ensure_sweep_schedule(sender, **kwargs) -> None:
         name=SWEEP_SCHEDULE,
         defaults={"func": SWEEP_FUNC, "schedule_type": Schedule.MINUTES, "minutes": 1, "repeats": -1},
     )
-    # Expired sessions (logins, the demo site's visitors) leave the database once an hour.
+    # Expired login sessions leave the database once an hour (the demo site keeps none).
     Schedule.objects.update_or_create(
         name=SESSIONS_SCHEDULE,
         defaults={"func": SESSIONS_FUNC, "args": "'clearsessions'", "schedule_type": Schedule.HOURLY, "repeats": -1},
