@@ -418,6 +418,15 @@ class Rejudge(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            # a change request has one re-judge queued or running at a time (two presses, two
+            # editors, two tabs: the database keeps only the first)
+            models.UniqueConstraint(
+                fields=["change_request"],
+                condition=models.Q(state__in=["queued", "running"]),
+                name="one_active_rejudge_per_change",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"re-judge #{self.pk} of {self.target}"

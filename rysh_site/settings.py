@@ -251,6 +251,9 @@ RYSH_SNAPSHOT_FILE_MAX_BYTES = envint("RYSH_SNAPSHOT_FILE_MAX_BYTES", 64 * 1024 
 # Re-judge (review): how many past passes at most, and the hard token ceiling of one re-judge.
 RYSH_REJUDGE_MAX_PASSES = envint("RYSH_REJUDGE_MAX_PASSES", 50, minimum=1)
 RYSH_REJUDGE_MAX_TOKENS = envint("RYSH_REJUDGE_MAX_TOKENS", 500_000, minimum=1000)
+# ... and how many re-judges one person may start per calendar day (in TIME_ZONE); one change
+# has one re-judge queued or running at a time whatever this says
+RYSH_REJUDGE_DAILY_MAX = envint("RYSH_REJUDGE_DAILY_MAX", 10, minimum=1)
 RYSH_PAGE_TEXT_LIMIT = envint("RYSH_PAGE_TEXT_LIMIT", 20000, minimum=500)  # characters of a page read
 RYSH_BROWSER_TIMEOUT = envint("RYSH_BROWSER_TIMEOUT", 15, minimum=1)  # seconds per browser action
 RYSH_PROFILE_WAIT = envint("RYSH_PROFILE_WAIT", 60, minimum=0)  # seconds to wait for a busy profile
