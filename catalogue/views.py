@@ -27,6 +27,8 @@ from reviews.selectors import change_requests_open_count, change_requests_open_f
 from reviews.services import plan_delta, text_diff
 from runs.labels import judge_agreement
 from rysh_site.roles import require, user_can
+from schedules.models import RecipeSchedule
+from schedules.services import recipe_schedule_name, schedule_owner
 
 
 def _get_recipe_for_user(request: HttpRequest, kind: str, name: str, action: str = "view") -> Recipe:
@@ -97,8 +99,15 @@ def recipe_detail(request: HttpRequest, kind: str, name: str) -> HttpResponse:
             "broken_newest": recipe.latest_id and recipe.latest_id != recipe.good_id,
             "can_edit": user_can(request.user, "edit") and not recipe.archived,
             "can_operate": user_can(request.user, "operate"),
+            "schedule_owner": _schedule_owner(kind, name),
         },
     )
+
+
+def _schedule_owner(kind: str, name: str):
+    """Whom the recipe's own schedule starts its runs for, as the page says it (None: no schedule)."""
+    row = RecipeSchedule.objects.filter(name=recipe_schedule_name(kind, name)).select_related("owner").first()
+    return schedule_owner(row) if row else None
 
 
 @login_required

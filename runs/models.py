@@ -61,6 +61,11 @@ class Run(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # whose user quota the run's calls count against from now on: who started it (a schedule's
+    # owner), then whoever last continued or granted it by hand (an automatic continue keeps it)
+    charged_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     headless = models.BooleanField(default=True)
     provider = models.CharField(max_length=20)  # anthropic | scripted
     executor_model = models.CharField(max_length=100)
@@ -473,6 +478,11 @@ class LedgerEntry(models.Model):
     estimated = models.BooleanField(default=False)  # a reservation counted in full (lost/cancelled)
     cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)  # spend by day, quota windows
+    # the person whose user quota counted the call (the run's charged_to then, or the re-judge's
+    # requester): a window's recount and Spend by person read it
+    charged_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         db_table = "budgets_ledgerentry"  # named before the apps split (see migrations/0001)

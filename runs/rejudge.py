@@ -472,6 +472,7 @@ def _settle(rejudge: Rejudge, item: RejudgeItem, usage: Usage, verdict, held) ->
             cache_write_tokens=usage.cache_write_tokens,
             counted_tokens=usage.counted,
             cost=money,
+            charged_to_id=rejudge.requested_by_id,
         )
         quotas.settle_direct(held, tokens=usage.counted, cost=money)
         item.new_verdict, item.new_reason, item.tokens_counted = verdict.label, verdict.reason, usage.counted

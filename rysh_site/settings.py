@@ -262,6 +262,9 @@ RYSH_APPROVAL_TIMEOUT = envint("RYSH_APPROVAL_TIMEOUT", 1800, minimum=1)  # then
 # outer ceilings (passes, outer total, outer time); 100: the recipe's own once more
 RYSH_GRANT_MAX_PERCENT = envint("RYSH_GRANT_MAX_PERCENT", 100, minimum=0)
 RYSH_SCHEDULE_MAX_FAILURES = envint("RYSH_SCHEDULE_MAX_FAILURES", 5, minimum=1)
+# the username schedules without an owner of their own start their runs for (their user quota
+# counts them); empty: a recipe's own schedule runs for whoever approved its last change request
+RYSH_SCHEDULE_OWNER = envstr("RYSH_SCHEDULE_OWNER", "")
 
 # coding loops (SPEC §11): each `workdir:` run works in its own copy of the recipes repository
 RYSH_WORKSPACES_DIR = Path(envstr("RYSH_WORKSPACES_DIR", str(DATA_DIR / "workspaces"))).resolve()
