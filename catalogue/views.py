@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from audit.services import audit_record
 from catalogue.markdown import render_markdown
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.repo import RepoError, redact
@@ -69,11 +70,19 @@ def _can_sync(user) -> bool:
 def recipes_sync_view(request: HttpRequest) -> HttpResponse:
     if not _can_sync(request.user):
         raise PermissionDenied("your role cannot sync")
+    target = ("repo", "", redact(settings.RYSH_RECIPES_REPO))
     try:
         result = recipes_sync()
     except RepoError as exc:
+        audit_record(actor=request.user, action="recipes.sync", target=target, detail={"error": str(exc)})
         messages.error(request, f"sync failed: {exc}")
     else:
+        audit_record(
+            actor=request.user,
+            action="recipes.sync",
+            target=target,
+            detail={"head": result.head[:12], "changed": result.changed, "versions": result.versions},
+        )
         messages.success(request, result.line())
     return redirect("recipe_list")
 

@@ -17,6 +17,7 @@ TESTS = [
     "tests/runs/test_worker.py",
     "tests/runs/test_snapshots.py",
     "tests/spend/test_quotas.py",
+    "tests/audit/test_append_only_postgresql.py",
     "tests/test_scaleout.py",
 ]
 
