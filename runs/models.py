@@ -342,6 +342,16 @@ class Approval(models.Model):
         shown = ", ".join(f"{k}={v!r}" for k, v in self.tool_input.items() if k != "content")
         return f"{self.tool_name}({shown})"
 
+    @property
+    def call_text(self) -> str:
+        """The whole call, as it would be made: every argument (`content` too), none cut, one a
+        line when there are several; repr shows what cannot be seen (`\\u200b`, `\\x1b`). What
+        a person is asked to approve."""
+        args = [f"{k}={v!r}" for k, v in self.tool_input.items()]
+        if len(args) < 2:
+            return f"{self.tool_name}({''.join(args)})"
+        return f"{self.tool_name}(\n" + "".join(f"  {arg},\n" for arg in args) + ")"
+
 
 class ResultBlob(models.Model):
     """One content of a result file, kept once under RYSH_SNAPSHOTS_DIR and named by its SHA-256:
