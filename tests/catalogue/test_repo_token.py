@@ -5,10 +5,12 @@ item 12). Proven against a local git smart-HTTP server that wants a Basic login.
 
 import importlib
 import subprocess
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.apps import apps
+from django.core.management import call_command
 
 from catalogue.repo import RepoError, open_repo, redact, reopen_location, split_credential
 from catalogue.sync import recipes_sync
@@ -83,6 +85,14 @@ def test_it_clones_fetches_and_pushes_with_the_token_never_in_argv_config_or_dat
     assert leaks(mirror) == []
     assert ChangeRequest.objects.get().repo == f"http://***@127.0.0.1:{server.server.server_port}/recipes.git"
     assert not ChangeRequest.objects.filter(repo__contains=SECRET).exists()
+
+
+def test_seed_demo_says_which_repository_without_its_token(tokened, server, capsys):
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    said = out.getvalue()
+    assert f"recipes: http://***@127.0.0.1:{server.server.server_port}/recipes.git" in said
+    assert "synced: 2 recipes" in said and SECRET not in said + capsys.readouterr().out
 
 
 def test_a_wrong_token_is_refused_and_not_shown(server, settings, tmp_path):
