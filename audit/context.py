@@ -42,6 +42,15 @@ def audit_context(*, source: str, address: str | None = None, user: Any = None, 
         _current.reset(token)
 
 
+@contextmanager
+def system_action() -> Iterator[None]:
+    """What the app does by itself — a run woken when its quota has room — is the system's,
+    even when a person's request or command set it off (an admin raising a quota): rows
+    written inside say `system`, with no actor and no address."""
+    with audit_context(source=SYSTEM):
+        yield
+
+
 def cli_actor_name() -> str:
     """The CLI has no login: the operating-system account that runs it, marked as such."""
     return f"cli:{os_user()}"

@@ -22,11 +22,18 @@ Action codes (`<entity>.<verb>`, short, stable: filters match them by prefix):
 - logins: `auth.login`, `auth.logout`, `auth.login_failed` (no actor; `detail.username`: the name
   tried, never the password; `detail.locked_out`: this failure reached the throttle's limit —
   attempts the throttle refused unchecked write nothing)
-- notification channels: `notify.channel.add`, `notify.channel.change`, `notify.channel.remove`
+- notification channels: `notify.channel.add`, `notify.channel.change`, `notify.channel.remove`,
+  `channel.test` ("Send test"; `detail.delivery`)
+- the catalogue: `recipes.sync` (the Sync button; `detail.head`, `changed`, `versions`, or
+  `detail.error` when git failed)
 
 Rows are never edited or deleted by the app: `save()` of a stored row, `delete()`, and the
 manager's `update()` / `delete()` all raise AppendOnly. Deleting a user keeps their rows
-(actor becomes NULL through Django's base manager, actor_name stays).
+(actor becomes NULL through Django's base manager, actor_name stays). On PostgreSQL the
+database itself refuses any other UPDATE and every DELETE (a trigger: migration 0002).
+
+Actions nobody pressed (a schedule's tick, a schedule disabled after failures, a run woken when
+its quota has room) have the source `system` and no actor.
 """
 
 from __future__ import annotations

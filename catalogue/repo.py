@@ -12,6 +12,11 @@ Two kinds of location, both named by RYSH_RECIPES_REPO:
 
 No Django models here; settings only for DATA_DIR. Every git call gets its identity on the
 command line (`-c user.name=… -c user.email=…`), never from a global config.
+
+A token in an http(s) location (`https://user:token@host/…`) never reaches git's argv (which
+any local user reads in /proc while git runs) nor the mirror's config: git is given the URL
+without it, and the secret through the environment of git alone (readable only by our own
+user), handed over by a one-line credential helper that names the variables, not the values.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from django.conf import settings
 
@@ -50,6 +55,21 @@ GIT_ENV_DROP = (
     "GIT_COMMON_DIR",
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
 )
+
+
+# The credential helper git runs for http(s) (`!…` is run by the shell, with the action as $1):
+# for a `get` of our host it answers with the username and password from the environment
+# git was started with; `store` and `erase` do nothing. Only the variables' names are in argv.
+_HELPER = (
+    '!f() { test "$1" = get || return 0; h=; '
+    'while read -r l; do case "$l" in host=*) h="${l#host=}";; esac; done; '
+    'test "$h" = "$RYSH_GIT_HOST" || return 0; '
+    "printf 'username=%s\\n' \"$RYSH_GIT_USERNAME\"; "
+    'test -z "${RYSH_GIT_PASSWORD+set}" || printf \'password=%s\\n\' "$RYSH_GIT_PASSWORD"; }; f'
+)
+# `credential.helper=` first empties the list: a global helper (`store`) is never asked, and
+# never told to save our token in ~/.git-credentials.
+_HELPER_CONFIG = ("-c", "credential.helper=", "-c", f"credential.helper={_HELPER}")
 
 
 class RepoError(Exception):
@@ -107,6 +127,41 @@ def redact(text: str) -> str:
     return _USERINFO_RE.sub(r"\1***@", text)
 
 
+@dataclass(frozen=True)
+class Credential:
+    """The userinfo of an http(s) location, for git's credential helper (never its argv)."""
+
+    host: str  # host[:port], as git's credential protocol names it
+    username: str
+    password: str | None
+
+    def env(self) -> dict[str, str]:
+        env = {"RYSH_GIT_HOST": self.host, "RYSH_GIT_USERNAME": self.username}
+        if self.password is not None:
+            env["RYSH_GIT_PASSWORD"] = self.password
+        return env
+
+
+def split_credential(location: str) -> tuple[str, Credential | None]:
+    """(the location without its userinfo, the userinfo) for an http(s) URL that has one; the
+    location as is otherwise (a path, ssh, `git@host:path`: their user is no secret, and ssh
+    takes no credential helper)."""
+    parts = urlsplit(location)
+    if parts.scheme.lower() not in ("http", "https") or "@" not in parts.netloc:
+        return location, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    username, has_password, password = userinfo.partition(":")
+    credential = Credential(host=host, username=unquote(username), password=unquote(password) if has_password else None)
+    return urlunsplit(parts._replace(netloc=host)), credential
+
+
+def reopen_location(stored: str, configured: str) -> str:
+    """What to open for a location stored redacted (`https://***@host/…`): the configured one
+    when it is the same repository (its token comes from the settings, never the database),
+    else the stored text as it is."""
+    return configured if redact(configured) == stored else stored
+
+
 def is_remote(location: str) -> bool:
     """A clone URL (`https://…`, `file://…`, `git@host:path`) rather than a local path."""
     return bool(_URL_RE.match(location)) and not Path(location).exists()
@@ -141,6 +196,8 @@ def open_repo(location: str, *, data_dir: str | os.PathLike | None = None) -> Gi
     repo = GitRepo(location=location, git_dir=mirror, remote=True)
     if not mirror.exists():
         repo._clone()
+    else:
+        repo._forget_token()
     return repo
 
 
@@ -155,6 +212,15 @@ class GitRepo:
     def shown(self) -> str:
         """The location as messages may show it: without a token in the URL."""
         return redact(self.location)
+
+    @property
+    def url(self) -> str:
+        """The location as git is given it: without the userinfo of an http(s) URL."""
+        return split_credential(self.location)[0]
+
+    def _credential_args(self) -> tuple[str, ...]:
+        """The helper that hands git the token, for a remote whose location has one."""
+        return _HELPER_CONFIG if self.remote and split_credential(self.location)[1] else ()
 
     def _scrub(self, text: str) -> str:
         """Git's output made fit for an error: URLs redacted, and the location's secret itself
@@ -175,9 +241,14 @@ class GitRepo:
             GIT_TERMINAL_PROMPT="0",
             LC_ALL="C",
             GIT_CEILING_DIRECTORIES=str(Path(self.git_dir).resolve().parent),
+            **self._credential_env(),
             **(extra or {}),
         )
         return env
+
+    def _credential_env(self) -> dict[str, str]:
+        credential = split_credential(self.location)[1] if self.remote else None
+        return credential.env() if credential else {}
 
     # --- running git -------------------------------------------------------------------------
 
@@ -187,7 +258,7 @@ class GitRepo:
         full_env = self._env(env)
         try:
             done = subprocess.run(
-                ["git", "-C", str(self.git_dir), "-c", "core.quotePath=false", *args],
+                ["git", "-C", str(self.git_dir), "-c", "core.quotePath=false", *self._credential_args(), *args],
                 input=input,
                 capture_output=True,
                 text=True,
@@ -232,10 +303,10 @@ class GitRepo:
             tmp = Path(tempfile.mkdtemp(prefix=".clone-", dir=self.git_dir.parent))
             try:
                 done = subprocess.run(
-                    ["git", "clone", "--bare", "--quiet", self.location, str(tmp / "r.git")],
+                    ["git", *self._credential_args(), "clone", "--bare", "--quiet", self.url, str(tmp / "r.git")],
                     capture_output=True,
                     text=True,
-                    env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+                    env={**os.environ, "GIT_TERMINAL_PROMPT": "0", **self._credential_env()},
                 )
                 if done.returncode:
                     raise RepoError(f"cannot clone {self.shown}: {self._scrub(done.stderr).strip()}")
@@ -244,6 +315,17 @@ class GitRepo:
                 shutil.rmtree(tmp, ignore_errors=True)
         self.git("config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
         self.git("config", "remote.origin.mirror", "false")
+
+    def _forget_token(self) -> None:
+        """A mirror cloned before tokens left the URL keeps one in its config: take it out
+        (the next fetch or push authenticates through the helper)."""
+        if not split_credential(self.location)[1]:
+            return
+        with contextlib.suppress(OSError):
+            if f"url = {self.url}\n" in (self.git_dir / "config").read_text():
+                return
+        with self.lock():
+            self.git("config", "remote.origin.url", self.url)
 
     def refresh(self, branch: str) -> None:
         """Remote: fetch, then move our copy of the branch to the remote's (the remote is the

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from audit.services import audit_record
 from catalogue.markdown import render_markdown
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.repo import RepoError, redact
@@ -27,6 +28,8 @@ from reviews.selectors import change_requests_open_count, change_requests_open_f
 from reviews.services import plan_delta, text_diff
 from runs.labels import judge_agreement
 from rysh_site.roles import require, user_can
+from schedules.models import RecipeSchedule
+from schedules.services import recipe_schedule_name, schedule_owner
 
 
 def _get_recipe_for_user(request: HttpRequest, kind: str, name: str, action: str = "view") -> Recipe:
@@ -67,11 +70,19 @@ def _can_sync(user) -> bool:
 def recipes_sync_view(request: HttpRequest) -> HttpResponse:
     if not _can_sync(request.user):
         raise PermissionDenied("your role cannot sync")
+    target = ("repo", "", redact(settings.RYSH_RECIPES_REPO))
     try:
         result = recipes_sync()
     except RepoError as exc:
+        audit_record(actor=request.user, action="recipes.sync", target=target, detail={"error": str(exc)})
         messages.error(request, f"sync failed: {exc}")
     else:
+        audit_record(
+            actor=request.user,
+            action="recipes.sync",
+            target=target,
+            detail={"head": result.head[:12], "changed": result.changed, "versions": result.versions},
+        )
         messages.success(request, result.line())
     return redirect("recipe_list")
 
@@ -97,8 +108,15 @@ def recipe_detail(request: HttpRequest, kind: str, name: str) -> HttpResponse:
             "broken_newest": recipe.latest_id and recipe.latest_id != recipe.good_id,
             "can_edit": user_can(request.user, "edit") and not recipe.archived,
             "can_operate": user_can(request.user, "operate"),
+            "schedule_owner": _schedule_owner(kind, name),
         },
     )
+
+
+def _schedule_owner(kind: str, name: str):
+    """Whom the recipe's own schedule starts its runs for, as the page says it (None: no schedule)."""
+    row = RecipeSchedule.objects.filter(name=recipe_schedule_name(kind, name)).select_related("owner").first()
+    return schedule_owner(row) if row else None
 
 
 @login_required

@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from audit.services import audit_record
 from notify import selectors, services
 from notify.forms import ChannelForm
 from notify.models import Channel, DeliveryState
@@ -97,6 +98,12 @@ def channel_test(request: HttpRequest, pk: int) -> HttpResponse:
     require(request.user, "admin")
     channel = get_object_or_404(Channel, pk=pk)
     delivery = services.channel_test(channel=channel)
+    audit_record(
+        actor=request.user,
+        action="channel.test",
+        target=("channel", channel.pk, f"channel {channel.name}"),
+        detail={"delivery": delivery.pk},
+    )
     messages.success(request, f"test delivery #{delivery.pk} queued for {channel.name}; its attempts show below")
     return redirect("delivery_list")
 

@@ -12,10 +12,10 @@ from django.db.models import Q, QuerySet
 from budgets.plan import resolve
 from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe import NAME_RE, RecipeError, parse_recipe, unfilled_placeholders
-from catalogue.repo import RepoError, open_repo, recipe_path
+from catalogue.repo import RepoError, recipe_path
 from catalogue.spec import FOLDERS
 from reviews.models import OPEN_STATES, ChangeRequest, ReviewComment, Verdict
-from reviews.services import plan_delta
+from reviews.services import change_request_repo, plan_delta
 
 LIST_LIMIT = 200
 
@@ -64,7 +64,7 @@ def change_request_approvals(change: ChangeRequest) -> QuerySet[ReviewComment]:
 def change_request_theirs(change: ChangeRequest) -> str | None:
     """The file as the tracked branch has it now, to resolve a conflict by hand."""
     try:
-        git = open_repo(change.repo)
+        git = change_request_repo(change)
         git.refresh(change.target_branch)
         return git.read_file(git.head(change.target_branch), change.path or change.new_path) or ""
     except RepoError:

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from audit.services import audit_record
 from catalogue.recipe import NAME_RE
-from catalogue.repo import GitRepo, Identity, PushRejected, RepoError, open_repo, recipe_path
+from catalogue.repo import GitRepo, Identity, PushRejected, RepoError, open_repo, recipe_path, redact, reopen_location
 from catalogue.spec import FOLDERS
 from catalogue.sync import parse_version, recipes_sync
 from reviews.models import OPEN_STATES, ChangeAction, ChangeRequest, ChangeState, ReviewComment, Verdict
@@ -169,12 +169,18 @@ def _tracked() -> tuple[GitRepo, str, str]:
     return git, branch, git.head(branch)
 
 
+def change_request_repo(change: ChangeRequest) -> GitRepo:
+    """The repository a change request lives in: stored redacted, so the configured location
+    (and its token) when it is that one."""
+    return open_repo(reopen_location(change.repo, settings.RYSH_RECIPES_REPO))
+
+
 def _open(git: GitRepo, *, user, message: str, files: dict, base: str, **fields) -> ChangeRequest:
     message = normalize_text(message).strip()
     change = ChangeRequest.objects.create(
         author=user,
         title=message.splitlines()[0][:300],
-        repo=settings.RYSH_RECIPES_REPO,
+        repo=redact(settings.RYSH_RECIPES_REPO),  # never a token in the database (change_request_repo)
         target_branch=settings.RYSH_RECIPES_BRANCH,
         base_sha=base,
         **fields,
@@ -217,7 +223,7 @@ def change_request_update(*, change: ChangeRequest, user, text: str, message: st
         raise ReviewError(f"this change request is {change.state}; it cannot be revised")
     if change.action == ChangeAction.DELETE:
         raise ReviewError("a deletion has no text to revise")
-    git = open_repo(change.repo)
+    git = change_request_repo(change)
     git.refresh(change.target_branch)
     text = normalize_text(text)
     files = {change.new_path: text}
@@ -370,7 +376,7 @@ def _require_reviewer(change: ChangeRequest, user, what: str) -> None:
 
 
 def _merge(change: ChangeRequest, user) -> tuple[str | None, tuple[str, ...]]:
-    git = open_repo(change.repo)
+    git = change_request_repo(change)
     for _attempt in range(MERGE_ATTEMPTS):
         git.refresh(change.target_branch)
         target = git.head(change.target_branch)

@@ -783,7 +783,7 @@ class Engine:
         clamps, `recount` may give an exact count of the input instead of its byte bound (a
         quota is then used to its end, not left with a byte bound's slack). A call with no
         useful room left waits."""
-        room = room_for(target=self.run.target, user_id=self.run.user_id, model=model)
+        room = room_for(target=self.run.target, user_id=self.run.charged_to_id, model=model)
         self._quota_cut = False
         if room.tokens is None:
             return max_tokens, room.quotas, bound

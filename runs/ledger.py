@@ -79,7 +79,7 @@ class Ledger:
         together before the call is made; spend.quotas.QuotaRefused when a quota has no room
         for it (then nothing is written). `applying`: the quotas that apply, if already read."""
         if applying is None:  # the quotas the engine just read to fit the call, else read them now
-            applying = quotas.quotas_for(target=self.run.target, user_id=self.run.user_id)
+            applying = quotas.quotas_for(target=self.run.target, user_id=self.run.charged_to_id)
         step = Step(
             run_pass=run_pass,
             number=run_pass.steps_total + 1,
@@ -145,6 +145,7 @@ class Ledger:
             counted_tokens=step.counted_tokens,
             estimated=estimated,
             cost=usage_cost(step.model, usage),
+            charged_to_id=self.run.charged_to_id,
         )
 
     def _add_to_run(self, usage: Usage, *, counted: int, seconds: float, model: str) -> None:

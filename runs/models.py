@@ -61,6 +61,11 @@ class Run(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # whose user quota the run's calls count against from now on: who started it (a schedule's
+    # owner), then whoever last continued or granted it by hand (an automatic continue keeps it)
+    charged_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     headless = models.BooleanField(default=True)
     provider = models.CharField(max_length=20)  # anthropic | scripted
     executor_model = models.CharField(max_length=100)
@@ -337,6 +342,16 @@ class Approval(models.Model):
         shown = ", ".join(f"{k}={v!r}" for k, v in self.tool_input.items() if k != "content")
         return f"{self.tool_name}({shown})"
 
+    @property
+    def call_text(self) -> str:
+        """The whole call, as it would be made: every argument (`content` too), none cut, one a
+        line when there are several; repr shows what cannot be seen (`\\u200b`, `\\x1b`). What
+        a person is asked to approve."""
+        args = [f"{k}={v!r}" for k, v in self.tool_input.items()]
+        if len(args) < 2:
+            return f"{self.tool_name}({''.join(args)})"
+        return f"{self.tool_name}(\n" + "".join(f"  {arg},\n" for arg in args) + ")"
+
 
 class ResultBlob(models.Model):
     """One content of a result file, kept once under RYSH_SNAPSHOTS_DIR and named by its SHA-256:
@@ -418,6 +433,15 @@ class Rejudge(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            # a change request has one re-judge queued or running at a time (two presses, two
+            # editors, two tabs: the database keeps only the first)
+            models.UniqueConstraint(
+                fields=["change_request"],
+                condition=models.Q(state__in=["queued", "running"]),
+                name="one_active_rejudge_per_change",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"re-judge #{self.pk} of {self.target}"
@@ -464,6 +488,11 @@ class LedgerEntry(models.Model):
     estimated = models.BooleanField(default=False)  # a reservation counted in full (lost/cancelled)
     cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)  # spend by day, quota windows
+    # the person whose user quota counted the call (the run's charged_to then, or the re-judge's
+    # requester): a window's recount and Spend by person read it
+    charged_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         db_table = "budgets_ledgerentry"  # named before the apps split (see migrations/0001)

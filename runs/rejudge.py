@@ -11,6 +11,7 @@ the Spend page and the quotas count it.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass
@@ -20,7 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 from django_q.tasks import async_task
@@ -32,6 +34,7 @@ from audit.services import audit_record
 from budgets.guard import clamp_max_tokens, input_bound
 from budgets.plan import JUDGE_MAX_TOKENS
 from budgets.prices import format_money
+from budgets.quota import DAY, window_end, window_start
 from budgets.units import format_tokens
 from catalogue.recipe import RecipeError, parse_recipe, render
 from catalogue.spec import RecipeSpec
@@ -55,6 +58,9 @@ SCRIPTED_NOTE = (
     "<name>.script.yaml — the pass's `judge:` reply, or a `judge_if:` reply whose words the new goal "
     "holds; it does not understand the goal, so its verdicts show the mechanics, not what a real judge would say"
 )
+
+
+ACTIVE_STATES = (RejudgeState.QUEUED, RejudgeState.RUNNING)
 
 
 class RejudgeRefused(Exception):
@@ -88,6 +94,14 @@ class Estimate:
     @property
     def provider_label(self) -> str:
         return provider_label(self.provider)
+
+    @property
+    def fingerprint(self) -> str:
+        """What the person saw, in a few characters the form carries back: the goal, the judge,
+        the passes and the most it may spend. Anything else at the press refuses it."""
+        seen = [self.target, self.until, self.provider, self.judge_model, str(self.budget_tokens), str(self.money)]
+        seen += [str(c.run_pass.pk) for c in self.candidates]
+        return hashlib.sha256("\x1f".join(seen).encode()).hexdigest()[:16]
 
     def describe(self) -> str:
         """One line, as the review page and the CLI show it before anything is spent."""
@@ -220,31 +234,55 @@ def rejudge_start(
     change_request=None,
     provider: str | None = None,
     enqueue: bool = True,
+    seen_estimate: str | None = None,
 ) -> Rejudge:
-    """Create the re-judge and its items, and queue it for a worker once this commits."""
+    """Create the re-judge and its items, and queue it for a worker once this commits.
+
+    From a change request: one re-judge of it queued or running at a time, and a person starts
+    at most RYSH_REJUDGE_DAILY_MAX a day. `seen_estimate`: the fingerprint of the estimate the
+    person was shown (the review page's form); one that no longer matches is refused."""
     if n < 1 or n > settings.RYSH_REJUDGE_MAX_PASSES:
         raise RejudgeRefused(f"N must be between 1 and {settings.RYSH_REJUDGE_MAX_PASSES}")
     if not until.strip():
         raise RejudgeRefused("the goal (until) is empty: nothing to judge against")
+    if change_request is not None:
+        _refuse_while_active(change_request)
     estimate = rejudge_estimate(kind=kind, name=name, until=until, judge_model=judge_model, n=n, provider=provider)
     if not estimate.candidates:
         raise RejudgeRefused(f"{estimate.target} has no judged pass with a saved result to re-judge")
+    if seen_estimate is not None and seen_estimate != estimate.fingerprint:
+        raise RejudgeRefused(
+            f"the estimate changed since your page showed it; it is now: {estimate.describe()}. "
+            "Read it, then press Re-judge again."
+        )
     if estimate.provider == "anthropic":
         try:
             preflight_anthropic()
         except ProviderError as exc:
             raise RejudgeRefused(str(exc)) from None
+    try:
+        return _create(estimate, n=n, user=user, change_request=change_request, enqueue=enqueue)
+    except IntegrityError:  # another press of the same change won the race (the constraint)
+        if change_request is not None:
+            _refuse_while_active(change_request)
+        raise
+
+
+def _create(estimate: Estimate, *, n: int, user, change_request, enqueue: bool) -> Rejudge:
+    person = user if getattr(user, "is_authenticated", False) else None
     with transaction.atomic():
+        if person is not None:
+            _take_daily(person)
         rejudge = Rejudge.objects.create(
             change_request=change_request,
             target=estimate.target,
-            until=until,
+            until=estimate.until,
             judge_model=estimate.judge_model,
             provider=estimate.provider,
             script_path=estimate.script_path,
             requested=n,
             budget_tokens=estimate.budget_tokens,
-            requested_by=user if getattr(user, "is_authenticated", False) else None,
+            requested_by=person,
         )
         RejudgeItem.objects.bulk_create(
             [
@@ -272,6 +310,46 @@ def rejudge_start(
         if enqueue:
             transaction.on_commit(lambda: enqueue_rejudge(rejudge.pk))
     return rejudge
+
+
+def rejudge_active(change_request) -> Rejudge | None:
+    """The change's re-judge still queued or running, if any (there is one at most)."""
+    return (
+        Rejudge.objects.filter(change_request=change_request, state__in=ACTIVE_STATES)
+        .select_related("requested_by")
+        .first()
+    )
+
+
+def _refuse_while_active(change_request) -> None:
+    active = rejudge_active(change_request)
+    if active is not None:
+        who = active.requested_by.get_username() if active.requested_by else "someone"
+        raise RejudgeRefused(
+            f"re-judge #{active.pk} of this change (started by {who} at "
+            f"{timezone.localtime(active.created_at):%H:%M}) is still {active.state}: one at a time; "
+            "wait for it to finish"
+        )
+
+
+def rejudges_today(user, *, now=None) -> int:
+    """How many re-judges `user` started today (the calendar day in TIME_ZONE)."""
+    start = window_start(DAY, now or timezone.now(), settings.TIME_ZONE)
+    return Rejudge.objects.filter(requested_by=user, created_at__gte=start).count()
+
+
+def _take_daily(user) -> None:
+    """Inside the transaction that creates the re-judge: the person's row locked first
+    (PostgreSQL: FOR UPDATE; SQLite: IMMEDIATE transactions hold the write lock), so two
+    presses at once are counted one after the other and cannot both pass the cap."""
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    cap, now = settings.RYSH_REJUDGE_DAILY_MAX, timezone.now()
+    if rejudges_today(user, now=now) >= cap:
+        again = timezone.localtime(window_end(DAY, window_start(DAY, now, settings.TIME_ZONE), settings.TIME_ZONE))
+        raise RejudgeRefused(
+            f"you have started {cap} re-judges today, the most one person may (RYSH_REJUDGE_DAILY_MAX); "
+            f"you can start more from {again:%Y-%m-%d %H:%M %Z}"
+        )
 
 
 def enqueue_rejudge(rejudge_id: int) -> None:
@@ -394,6 +472,7 @@ def _settle(rejudge: Rejudge, item: RejudgeItem, usage: Usage, verdict, held) ->
             cache_write_tokens=usage.cache_write_tokens,
             counted_tokens=usage.counted,
             cost=money,
+            charged_to_id=rejudge.requested_by_id,
         )
         quotas.settle_direct(held, tokens=usage.counted, cost=money)
         item.new_verdict, item.new_reason, item.tokens_counted = verdict.label, verdict.reason, usage.counted

@@ -225,6 +225,7 @@ def _create_run(
                 overrides=overrides,
                 plan=plan_snapshot(plan),
                 user=user,
+                charged_to=user,  # their user quota counts its calls (a continue or grant moves it)
                 headless=headless,
                 provider=provider,
                 executor_model=executor,
@@ -383,7 +384,7 @@ def run_continue(*, run: Run, user=None) -> str:
         with transaction.atomic():
             if (
                 Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(
-                    state=RunState.QUEUED, pause_reason="", control=""
+                    state=RunState.QUEUED, pause_reason="", control="", **_charge(user)
                 )
                 != 1
             ):
@@ -398,10 +399,25 @@ def run_continue(*, run: Run, user=None) -> str:
             f"{run.target} already has an active run: {describe(active_run(run.target))}; stop or cancel it first"
         ) from None
     run.refresh_from_db()
-    events.record(run, "continued", f"continue from paused({reason})")
-    audit_record(actor=user, action="run.continue", target=run, detail={"paused": reason})
+    events.record(run, "continued", f"continue from paused({reason})" + _charged_note(user))
+    audit_record(actor=user, action="run.continue", target=run, detail={"paused": reason, **_charged_detail(user)})
     _enqueue_on_commit(run.pk)
     return f"run #{run.pk} continues from its checkpoint (was paused({reason}))"
+
+
+def _charge(user) -> dict:
+    """A person who continues or grants a run pays for what it spends from then on: their user
+    quota counts its calls, not the starter's. Without a person (an automatic continue after
+    a quota wait, the CLI) whoever was charged stays so."""
+    return {"charged_to": user} if getattr(user, "is_authenticated", False) else {}
+
+
+def _charged_note(user) -> str:
+    return f"; {user.get_username()}'s quota counts its calls from now on" if _charge(user) else ""
+
+
+def _charged_detail(user) -> dict:
+    return {"charged_to": user.get_username()} if _charge(user) else {}
 
 
 def _copy_gone(run: Run) -> str | None:
@@ -462,7 +478,13 @@ def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
     try:
         with transaction.atomic():
             claimed = Run.objects.filter(pk=run.pk, state=RunState.FINISHED, cause=cause).update(
-                state=RunState.QUEUED, cause="", control="", phase="", ended_at=None, plan=plan_snapshot(granted)
+                state=RunState.QUEUED,
+                cause="",
+                control="",
+                phase="",
+                ended_at=None,
+                plan=plan_snapshot(granted),
+                **_charge(user),
             )
             if claimed != 1:
                 raise RunRefused(f"run #{run.pk} changed meanwhile; look again")
@@ -485,9 +507,15 @@ def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
         "granted",
         f"granted {extra.describe()} by {who} after '{cause}'; now {granted.passes} passes, "
         f"outer total {format_tokens(granted.outer_tokens) if granted.outer_tokens else 'none'}, "
-        f"outer time {format_duration(granted.outer_seconds) if granted.outer_seconds else 'none'}",
+        f"outer time {format_duration(granted.outer_seconds) if granted.outer_seconds else 'none'}"
+        + _charged_note(user),
     )
-    audit_record(actor=user, action="run.grant", target=run, detail={"extra": extra.describe(), "after": cause})
+    audit_record(
+        actor=user,
+        action="run.grant",
+        target=run,
+        detail={"extra": extra.describe(), "after": cause, **_charged_detail(user)},
+    )
     _enqueue_on_commit(run.pk)
     return f"run #{run.pk} granted {extra.describe()}; it goes on as the same run (was: {cause})"
 

@@ -301,6 +301,9 @@ RYSH_SNAPSHOT_FILE_MAX_BYTES = envint("RYSH_SNAPSHOT_FILE_MAX_BYTES", 64 * 1024 
 # Re-judge (review): how many past passes at most, and the hard token ceiling of one re-judge.
 RYSH_REJUDGE_MAX_PASSES = envint("RYSH_REJUDGE_MAX_PASSES", 50, minimum=1)
 RYSH_REJUDGE_MAX_TOKENS = envint("RYSH_REJUDGE_MAX_TOKENS", 500_000, minimum=1000)
+# ... and how many re-judges one person may start per calendar day (in TIME_ZONE); one change
+# has one re-judge queued or running at a time whatever this says
+RYSH_REJUDGE_DAILY_MAX = envint("RYSH_REJUDGE_DAILY_MAX", 10, minimum=1)
 RYSH_PAGE_TEXT_LIMIT = envint("RYSH_PAGE_TEXT_LIMIT", 20000, minimum=500)  # characters of a page read
 RYSH_BROWSER_TIMEOUT = envint("RYSH_BROWSER_TIMEOUT", 15, minimum=1)  # seconds per browser action
 RYSH_PROFILE_WAIT = envint("RYSH_PROFILE_WAIT", 60, minimum=0)  # seconds to wait for a busy profile
@@ -309,6 +312,9 @@ RYSH_APPROVAL_TIMEOUT = envint("RYSH_APPROVAL_TIMEOUT", 1800, minimum=1)  # then
 # outer ceilings (passes, outer total, outer time); 100: the recipe's own once more
 RYSH_GRANT_MAX_PERCENT = envint("RYSH_GRANT_MAX_PERCENT", 100, minimum=0)
 RYSH_SCHEDULE_MAX_FAILURES = envint("RYSH_SCHEDULE_MAX_FAILURES", 5, minimum=1)
+# the username schedules without an owner of their own start their runs for (their user quota
+# counts them); empty: a recipe's own schedule runs for whoever approved its last change request
+RYSH_SCHEDULE_OWNER = envstr("RYSH_SCHEDULE_OWNER", "")
 
 # coding loops (SPEC §11): each `workdir:` run works in its own copy of the recipes repository
 RYSH_WORKSPACES_DIR = Path(envstr("RYSH_WORKSPACES_DIR", str(DATA_DIR / "workspaces"))).resolve()

@@ -8,8 +8,10 @@
   schedule's timezone) or `@every 30m` (a fixed interval, whole minutes).
 - No backfill: django-q2's catch_up is off, so a worker that was down fires a missed
   schedule once, not once per missed tick.
-- Scheduled runs are headless, and started for the schedule's owner when it has one
-  (`--owner`, `auto <kind> schedule owner NAME USER`): their user quota counts them.
+- Scheduled runs are headless, and started for the schedule's owner (`schedule_owner`): the one
+  set by hand (`--owner`, `auto <kind> schedule owner NAME USER`), else the service user
+  RYSH_SCHEDULE_OWNER names, else — for a recipe's own schedule — the person who approved the
+  last change request merged into the recipe. Their user quota counts the runs.
 - Failures: a tick that cannot start its run (a broken recipe, a missing key, or the
   previous run still active — that tick is skipped) is a failure, and so is a run that ends
   with any cause but `done` or `fulfilled` (`stopped by user` counts neither way). After
@@ -21,18 +23,22 @@ from __future__ import annotations
 import logging
 import math
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django_q.models import Schedule
 
 from audit.services import audit_record
 from budgets.units import UnitError, parse_duration
 from catalogue.models import Recipe
+from reviews.models import ChangeAction, ChangeRequest, ChangeState
 from runs import services
 from runs.models import Run, RunState
 from schedules.models import RecipeSchedule
@@ -179,14 +185,77 @@ def schedule_add(
 
 
 def schedule_set_owner(*, name: str, owner=None) -> str:
-    """Whom a schedule's runs are started for (None: nobody); any schedule, a recipe's own too."""
+    """Whom a schedule's runs are started for (None: the default owner, if any); any schedule,
+    a recipe's own too."""
     row = schedule_get(name)
     RecipeSchedule.objects.filter(pk=row.pk).update(owner=owner)
+    row.owner = owner
     who = owner.get_username() if owner else None
     audit_record(action="schedule.owner", target=_audit_target(row), detail={"owner": who})
-    if owner is None:
-        return f"schedule {name} has no owner now: its runs count against the installation and recipe quotas only"
-    return f"schedule {name} is owned by {who}: its runs are started for them and count against their quota"
+    if owner is not None:
+        return f"schedule {name} is owned by {who}: its runs are started for them and count against their quota"
+    default = schedule_owner(row)
+    if default.user is not None:
+        return (
+            f"schedule {name} has no owner of its own now: its runs are started for {default.shown} "
+            "and count against their quota"
+        )
+    return f"schedule {name} has no owner now: its runs count against the installation and recipe quotas only"
+
+
+# -- whom its runs are started for --------------------------------------------------------------
+
+BY_HAND, SERVICE, APPROVER = "", "RYSH_SCHEDULE_OWNER", "approved its last change"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Whom a schedule's runs are started for, and why (`why` is empty for one set by hand)."""
+
+    user: object | None
+    why: str = BY_HAND
+    problem: str = ""  # RYSH_SCHEDULE_OWNER names no user: the tick fails rather than run unowned
+
+    @property
+    def shown(self) -> str:
+        if self.problem:
+            return f"none ({self.problem})"
+        if self.user is None:
+            return "-"
+        name = self.user.get_username()
+        return f"{name} ({self.why})" if self.why else name
+
+
+def schedule_owner(row: RecipeSchedule) -> Owner:
+    """The schedule's own owner; else the service user RYSH_SCHEDULE_OWNER; else, for a recipe's
+    own schedule, the person who approved the last change request merged into the recipe (who
+    let the schedule in as it is). Nobody only for a recipe no change request ever touched."""
+    if row.owner_id is not None:
+        return Owner(row.owner)
+    service = settings.RYSH_SCHEDULE_OWNER
+    if service:
+        user = get_user_model().objects.filter(username=service, is_active=True).first()
+        if user is None:
+            return Owner(None, SERVICE, problem=f"RYSH_SCHEDULE_OWNER names no active user {service!r}")
+        return Owner(user, SERVICE)
+    if row.origin == RecipeSchedule.RECIPE:
+        approver = last_approver(kind=row.kind, name=row.recipe)
+        if approver is not None:
+            return Owner(approver, APPROVER)
+    return Owner(None)
+
+
+def last_approver(*, kind: str, name: str):
+    """Who merged (the last approval) the newest change request that left the recipe as it is."""
+    merged = (
+        ChangeRequest.objects.filter(state=ChangeState.MERGED, kind=kind, merged_by__isnull=False)
+        .filter(Q(new_name=name) | Q(new_name="", name=name))
+        .exclude(action=ChangeAction.DELETE)
+        .select_related("merged_by")
+        .order_by("-merged_at", "-id")
+        .first()
+    )
+    return merged.merged_by if merged else None
 
 
 def _audit_target(row: RecipeSchedule) -> tuple[str, int, str]:
@@ -249,6 +318,9 @@ def schedule_tick(name: str) -> str:
     RecipeSchedule.objects.filter(pk=row.pk).update(last_tick_at=now)
     if row.last_run is not None and row.last_run.state != RunState.FINISHED and row.last_run.is_active:
         return _failed(row, f"tick skipped: run #{row.last_run.pk} is still {row.last_run.state_label}")
+    owner = schedule_owner(row)
+    if owner.problem:
+        return _failed(row, f"tick failed: {owner.problem}")
     try:
         # started for its owner (if any): the run names them and their user quota counts it
         run = services.run_start(
@@ -256,7 +328,7 @@ def schedule_tick(name: str) -> str:
             name_or_path=row.recipe,
             args=list(row.args),
             headless=True,
-            user=row.owner,
+            user=owner.user,
             schedule=row.name,
         )
     except services.RunRefused as exc:

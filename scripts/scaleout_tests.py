@@ -18,6 +18,7 @@ TESTS = [
     "tests/runs/test_snapshots.py",
     "tests/workspaces/test_services.py",
     "tests/spend/test_quotas.py",
+    "tests/audit/test_append_only_postgresql.py",
     "tests/test_scaleout.py",
 ]
 

@@ -53,7 +53,8 @@ def refusal_text(quota: Quota, *, tokens: int, micros: int | None, at_least: boo
 
 
 def quotas_for(*, target: str, user_id: int | None) -> list[Quota]:
-    """The quotas that apply to a run of `target` started by `user_id`, in lock order."""
+    """The quotas that apply to a run of `target` charged to `user_id` (who started it, or who
+    last continued or granted it: Run.charged_to), in lock order."""
     which = Q(scope=Scope.INSTALLATION) | Q(scope=Scope.RECIPE, target=target)
     if user_id is not None:
         which |= Q(scope=Scope.USER, user_id=user_id)
@@ -109,10 +110,8 @@ def spent_since(quota: Quota, start) -> tuple[int, int]:
     entries = LedgerEntry.objects.filter(created_at__gte=start)
     if quota.scope == Scope.RECIPE:  # a re-judge's calls (run=None) count for the recipe re-judged
         entries = entries.filter(Q(run__target=quota.target) | Q(run__isnull=True, rejudge__target=quota.target))
-    elif quota.scope == Scope.USER:  # ... and for the person who asked for it
-        entries = entries.filter(
-            Q(run__user_id=quota.user_id) | Q(run__isnull=True, rejudge__requested_by_id=quota.user_id)
-        )
+    elif quota.scope == Scope.USER:  # the person each call was charged to (a run's or a re-judge's)
+        entries = entries.filter(charged_to_id=quota.user_id)
     tokens, micros = 0, 0
     for row in entries.values("model", "estimated").annotate(tokens=Sum("counted_tokens"), cost=Sum("cost")):
         tokens += row["tokens"] or 0

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Case, CharField, Count, F, Q, QuerySet, Sum, Value, When
-from django.db.models.functions import Coalesce, Concat, Trunc
+from django.db.models.functions import Concat, Trunc
 
 from budgets.prices import PRICES, Price, format_money, price_key
 from budgets.quota import DAY, MONTH, ROLLING, from_micros, window_end
@@ -30,7 +30,8 @@ from spend.services import QUOTA_PAUSE
 
 NOBODY = "(nobody)"  # runs no person started (the CLI without a user)
 REJUDGE = "(re-judge)"  # a re-judge's calls (no run) whose re-judge was deleted
-# who spent: a run's recipe or person; a re-judge's calls (run=None) show as "re-judge of kind/name"
+# who spent: a run's recipe or the person each call was charged to (who started the run, or who
+# continued or granted it since); a re-judge's calls (run=None) show as "re-judge of kind/name"
 # and count for the person who asked for it
 BY = {
     "recipe": Case(
@@ -39,7 +40,7 @@ BY = {
         default=Value(REJUDGE),
         output_field=CharField(),
     ),
-    "person": Coalesce(F("run__user__username"), F("rejudge__requested_by__username")),
+    "person": F("charged_to__username"),  # whose quota counted the call (Run.charged_to then)
 }
 OTHER = "other"
 TOP = 6  # series in the chart: the biggest spenders, then "other"
@@ -292,7 +293,7 @@ def runs_paused_on_quota() -> list[Waiting]:
     message (what the call needs and what the quota has left): two queries in all."""
     runs = list(
         Run.objects.filter(state=RunState.PAUSED, pause_reason__startswith=QUOTA_PAUSE)
-        .select_related("user")
+        .select_related("user", "charged_to")
         .order_by("pk")
     )
     said: dict[int, str] = {}

@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 
+from audit.context import system_action
 from audit.services import audit_record
 from budgets.quota import WINDOWS, reservation_micros, to_micros
 from runs.models import Run, RunEvent, RunState
@@ -131,11 +132,12 @@ def quota_wake(*, now=None) -> list[str]:
         tokens, model = needs.get(run.pk, (0, ""))
         model = model or run.executor_model
         micros = reservation_micros(tokens, micros_per_token(model))
-        applying = [q for q in standing.values() if applies(q, target=run.target, user_id=run.user_id)]
+        applying = [q for q in standing.values() if applies(q, target=run.target, user_id=run.charged_to_id)]
         if not all(_fits_after(q, promised.get(q.pk, (0, 0)), tokens, micros) for q in applying):
             continue
         try:
-            said.append(run_continue(run=run))
+            with system_action():  # nobody pressed continue: the admin who raised a quota did not either
+                said.append(run_continue(run=run))
         except RunRefused as exc:  # continued by hand meanwhile, or its target is busy
             log.info("run %s not woken: %s", run.pk, exc)
             continue

@@ -35,10 +35,12 @@ from runs.rejudge import (
     SCRIPTED_NOTE,
     RejudgeRefused,
     provider_label,
+    rejudge_active,
     rejudge_delta,
     rejudge_estimate,
     rejudge_start,
     rejudges_for_change,
+    rejudges_today,
 )
 from rysh_site.roles import require, user_can
 from spend.outlook import schedule_outlook
@@ -125,11 +127,16 @@ def _rejudge_context(request: HttpRequest, change: ChangeRequest) -> dict:
     if judge_change is None and not rejudges:
         return {}
     n = _n_from(request.GET.get("n"))
+    can_rejudge = judge_change is not None and change.is_open and user_can(request.user, "review")
     context = {
         "judge_change": judge_change,
         "rejudge_n": n,
         "rejudge_max_n": settings.RYSH_REJUDGE_MAX_PASSES,
-        "can_rejudge": judge_change is not None and change.is_open and user_can(request.user, "review"),
+        "can_rejudge": can_rejudge,
+        # one at a time per change, and so many a day per person: said beside the button
+        "rejudge_running": rejudge_active(change) if can_rejudge else None,
+        "rejudges_today": rejudges_today(request.user) if can_rejudge else 0,
+        "rejudge_daily_max": settings.RYSH_REJUDGE_DAILY_MAX,
         "older_rejudges": rejudges[1:],
         **_rejudge_parts(change, rejudges[0] if rejudges else None),
     }
@@ -176,6 +183,8 @@ def change_rejudge(request: HttpRequest, pk: int) -> HttpResponse:
             n=_n_from(request.POST.get("n")),
             user=request.user,
             change_request=change,
+            # the estimate shown above the button: a press on an older one is refused
+            seen_estimate=request.POST.get("estimate", ""),
         )
     except RejudgeRefused as exc:
         messages.error(request, str(exc))

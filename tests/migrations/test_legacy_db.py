@@ -69,6 +69,9 @@ ADDED = {
     "automations_pass": ("snapshot_at",),
     "budgets_ledgerentry": ("rejudge_id",),
 }
+# columns added since and filled from what was there: whose quota counted a run's calls (its
+# starter's, until a person continues or grants it)
+FILLED = {"automations_run": ("charged_to_id",), "budgets_ledgerentry": ("charged_to_id",)}
 
 
 def dump(db: Path) -> dict[str, list]:
@@ -77,7 +80,11 @@ def dump(db: Path) -> dict[str, list]:
         con.row_factory = sqlite3.Row
         return {
             t: [
-                {k: row[k] for k in row.keys() if k != MOVED.get(t) and k not in ADDED.get(t, ())}
+                {
+                    k: row[k]
+                    for k in row.keys()
+                    if k != MOVED.get(t) and k not in ADDED.get(t, ()) and k not in FILLED.get(t, ())
+                }
                 for row in con.execute(f'SELECT * FROM "{t}" ORDER BY id')
             ]
             for t in LEGACY_TABLES
@@ -135,6 +142,15 @@ def test_it_keeps_every_row_and_the_schema_of_a_database_made_before_the_split(l
             for column in added:
                 assert con.execute(f'SELECT COUNT(*) FROM "{table}" WHERE "{column}" IS NOT NULL').fetchone() == (0,)
     assert conversations(legacy / "db.sqlite3") == talk  # the moved column, turn for turn
+    with sqlite3.connect(legacy / "db.sqlite3") as con:
+        runs = con.execute("SELECT COUNT(*), COUNT(user_id) FROM automations_run").fetchone()
+        assert runs[1] > 0 and con.execute(
+            "SELECT COUNT(*) FROM automations_run WHERE charged_to_id IS user_id"
+        ).fetchone() == (runs[0],)
+        assert con.execute(
+            "SELECT COUNT(*) FROM budgets_ledgerentry e JOIN automations_run r ON r.id = e.run_id "
+            "WHERE e.charged_to_id IS NOT r.user_id"
+        ).fetchone() == (0,)
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     manage(fresh, "migrate", "--noinput")

@@ -34,11 +34,20 @@ def propose(client, goal=NEW_GOAL):
     return ChangeRequest.objects.latest("id")
 
 
+def seen(client, change, n=10) -> dict:
+    """The Re-judge form's fields as the page shows them for N: n and the estimate's fingerprint."""
+    page = client.get(f"/changes/{change.pk}/?n={n}").content.decode()
+    found = re.search(r'name="estimate" value="([0-9a-f]+)"', page)
+    return {"n": n, "estimate": found[1] if found else ""}
+
+
 def press(client, change, queued, n=10, **kwargs):
-    """POST the button; then run what it queued (once its transaction committed) as the worker would."""
+    """POST the button as the page showed it; then run what it queued (once its transaction
+    committed) as the worker would."""
     ids, capture = queued
+    fields = seen(client, change, n)
     with capture(execute=True):
-        response = client.post(f"/changes/{change.pk}/rejudge/", {"n": n}, **kwargs)
+        response = client.post(f"/changes/{change.pk}/rejudge/", fields, **kwargs)
     for rejudge_id in ids:
         execute_rejudge(rejudge_id)
     ids.clear()
@@ -88,7 +97,7 @@ def test_it_shows_the_estimate_then_the_delta_table(fake_anthropic, grace, linus
 def test_it_polls_while_queued_and_stops_when_finished(fake_anthropic, grace, linus, history, monkeypatch):
     monkeypatch.setattr(rj, "async_task", lambda *a, **kw: None)  # no worker picks it up
     change = propose(grace)
-    linus.post(f"/changes/{change.pk}/rejudge/", {"n": 2})
+    linus.post(f"/changes/{change.pk}/rejudge/", seen(linus, change, 2))
     rejudge = Rejudge.objects.get()
     part = linus.get(f"/changes/{change.pk}/rejudge/{rejudge.pk}/").content.decode()
     assert 'hx-trigger="every 1s"' in part and "queued…" in part
@@ -119,9 +128,9 @@ def test_anonymous_is_sent_to_log_in_and_csrf_is_required(fake_anthropic, grace,
     strict = login(Client(enforce_csrf_checks=True), make_user("olga"))
     assert strict.post(f"/changes/{change.pk}/rejudge/", {"n": 1}).status_code == 403
     assert Rejudge.objects.count() == 0
-    strict.get(f"/changes/{change.pk}/")
+    fields = seen(strict, change, 1)
     token = strict.cookies["csrftoken"].value
-    assert strict.post(f"/changes/{change.pk}/rejudge/", {"n": 1, "csrfmiddlewaretoken": token}).status_code == 302
+    assert strict.post(f"/changes/{change.pk}/rejudge/", {**fields, "csrfmiddlewaretoken": token}).status_code == 302
     assert Rejudge.objects.count() == 1
 
 

@@ -61,6 +61,7 @@ def entry(run: Run, tokens: int, cost: str | None, at: datetime | None = None, m
         counted_tokens=tokens,
         cache_read_tokens=tokens // 10,
         cost=None if cost is None else Decimal(cost),
+        charged_to_id=run.user_id,  # as the ledger charges a run nobody continued or granted
     )
     if at is not None:  # created_at is auto_now_add: move it afterwards
         LedgerEntry.objects.filter(pk=row.pk).update(created_at=at)

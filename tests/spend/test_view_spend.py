@@ -174,7 +174,7 @@ def test_it_shows_a_rejudges_calls_as_their_own_row_and_counts_them_in_quotas(vi
     )  # fmt: skip
     LedgerEntry.objects.create(
         run=None, rejudge=rejudge, pass_number=0, purpose="rejudge", model="claude-haiku-4-5", counted_tokens=3_000,
-        cost="0.02",
+        cost="0.02", charged_to=alice,
     )  # fmt: skip
     orphan = Rejudge.objects.create(
         target="web/shop", until="x", judge_model="m", provider="anthropic", requested=1, budget_tokens=1

@@ -22,7 +22,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from catalogue.repo import RepoError, is_remote
+from catalogue.repo import RepoError, is_remote, redact
 from catalogue.sync import recipes_sync
 from catalogue.tasks import ensure_sync_schedule
 
@@ -46,7 +46,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         if is_remote(settings.RYSH_RECIPES_REPO):
-            self.stdout.write(f"recipes: {settings.RYSH_RECIPES_REPO}")
+            self.stdout.write(f"recipes: {redact(settings.RYSH_RECIPES_REPO)}")  # make run's output: no token
         else:
             self._seed_repository(Path(settings.RYSH_RECIPES_REPO))
         self._sync()

@@ -362,7 +362,7 @@ class Command(BaseCommand):
                 (
                     r.name,
                     r.origin,
-                    r.owner.get_username() if r.owner else "-",
+                    schedule_services.schedule_owner(r).shown,
                     r.command,
                     r.when,
                     r.timezone or settings.TIME_ZONE,
