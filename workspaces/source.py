@@ -26,7 +26,6 @@ class Source:
     location: str  # what git fetches from: a git directory or a checkout
     shown: str  # the location as messages may show it (no token)
     commit: str
-    remote: str | None = None  # the clone URL when the recipes repository is a remote
 
     def has_folder(self, workdir: str) -> bool:
         if workdir == ".":
@@ -65,12 +64,7 @@ def _recipes_repo(commit: str | None) -> Source:
             raise SourceError(f"the recipes repository {repo.shown} has no commit {commit[:12]} (was it rewritten?)")
     except RepoError as exc:
         raise SourceError(str(exc)) from None
-    return Source(
-        location=str(repo.git_dir),
-        shown=repo.shown,
-        commit=commit,
-        remote=settings.RYSH_RECIPES_REPO if repo.remote else None,
-    )
+    return Source(location=str(repo.git_dir), shown=repo.shown, commit=commit)
 
 
 def _git(where: str, *args: str) -> subprocess.CompletedProcess:
