@@ -10,12 +10,29 @@ RecipeSpec and returns RecipeIssues (file, line, field, expected), like the read
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import PurePath
 
+from budgets.efforts import effort_refusal, takes_effort
 from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
 from catalogue.spec import RecipeSpec
 
 Check = Callable[[RecipeSpec], list[RecipeIssue]]
-EXTRA_CHECKS: list[Check] = []
+
+
+def effort_issues(spec: RecipeSpec) -> list[RecipeIssue]:
+    """`effort:` on a recipe that does not pin its model is checked against the installation's
+    default model (settings), which the pure reader cannot see; a pinned model is the reader's."""
+    if spec.effort is None or spec.executor_model is not None:
+        return []
+    from django.conf import settings  # read when the check runs: the default may be overridden
+
+    model = settings.RYSH_EXECUTOR_MODEL
+    if takes_effort(model):
+        return []
+    return [RecipeIssue(PurePath(spec.path).name, spec.effort_line, "effort", effort_refusal(model))]
+
+
+EXTRA_CHECKS: list[Check] = [effort_issues]
 
 
 def register(check: Check) -> Check:

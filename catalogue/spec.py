@@ -120,6 +120,10 @@ class RecipeSpec:
     allowed_domains: tuple[str, ...] = ()
     model: str | None = None
     judge_model: str | None = None
+    # SPEC §1: `low`, `medium` or `high`, sent as output_config.effort (with adaptive thinking)
+    # to models that take it (budgets.efforts); None: not set
+    effort: str | None = None
+    effort_line: int | None = None  # where `effort:` sits, for the check of an unpinned model
     notify: tuple[NotifyRule, ...] = ()
     # task recipes (SPEC §11): where a coding agent works, a folder of the recipes repository
     # ("." its root, normalised with '/'); None: no working copy, the tools of a plain task

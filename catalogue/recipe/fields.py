@@ -14,6 +14,7 @@ import re
 
 import yaml
 
+from budgets.efforts import EFFORTS, effort_refusal, takes_effort
 from budgets.units import UnitError, parse_duration
 from catalogue.recipe.goals import goal_warning
 from catalogue.recipe.placeholders import BUILTIN_PLACEHOLDERS
@@ -41,6 +42,7 @@ _TOP_KEYS = (
     "allowed_domains",
     "model",
     "judge_model",
+    "effort",
     "notify",
     "workdir",
 )
@@ -121,6 +123,7 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
             "allowed_domains": functools.partial(_read_domains, r),
             "model": r.text,
             "judge_model": r.text,
+            "effort": functools.partial(r.choice, options=EFFORTS),
             "notify": functools.partial(_read_notify, r),
             "workdir": functools.partial(_read_workdir, r),
         },
@@ -128,9 +131,19 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
     if "workdir" in values:
         values["workdir_line"] = r.line(keys["workdir"])
     do, loop_while, warnings = _read_loop(r, keys)
+    if "effort" in values:
+        values["effort_line"] = r.line(keys["effort"])
+        _refuse_effort_for_pinned_model(r, keys["effort"], do.model or values.get("model"))
     if kind is not None and name is not None:
         values.setdefault("output_dir", default_output_dir(kind, name))
     return {**values, "kind": kind, "name": name, "do": do, "loop_while": loop_while, "warnings": tuple(warnings)}
+
+
+def _refuse_effort_for_pinned_model(r: Reader, node, model: str | None) -> None:
+    """A recipe that pins its model and sets `effort:` for one that takes none is refused at
+    the effort line (an unpinned recipe is checked against the default model: runs.checks)."""
+    if model is not None and not takes_effort(model):
+        r.add(node, "effort", effort_refusal(model))
 
 
 APPROVE_TIMEOUT_RANGE = (60, 7 * 24 * 3600)  # a minute to a week
