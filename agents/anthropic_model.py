@@ -317,6 +317,11 @@ def build_params(request: ModelRequest) -> dict[str, Any]:
     }
     if request.system:
         params["system"] = [{"type": "text", "text": request.system, "cache_control": _ephemeral()}]
+    if request.effort:
+        # adaptive thinking at the recipe's effort; never `budget_tokens`, which models from
+        # 4.7 on refuse (only models that take effort get one: budgets.efforts)
+        params["thinking"] = {"type": "adaptive"}
+        params["output_config"] = {"effort": request.effort}
     if request.tools:
         tools = [dict(tool) for tool in request.tools]
         tools[-1]["cache_control"] = _ephemeral()
@@ -372,4 +377,9 @@ def _block_dict(block: Any) -> dict[str, Any]:
         return {"type": "text", "text": block.text}
     if block.type == "tool_use":
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input or {})}
+    # thinking is sent back exactly as received: its signature vouches for its text
+    if block.type == "thinking":
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if block.type == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data}
     return block.to_dict()

@@ -40,18 +40,27 @@ class ModelRequest:
     purpose: str = "task"  # task | wrap-up | judging: for labels and the scripted model
     pass_number: int = 1
     leg_start: int = 0  # index in `messages` where the current leg (task or wrap-up) began
+    # `low` | `medium` | `high`: the recipe's effort, set only for a model that takes it
+    # (budgets.efforts); the provider sends it with adaptive thinking
+    effort: str | None = None
     cancelled: Callable[[], bool] = lambda: False  # polled while the call is in flight
 
 
 @dataclass(frozen=True)
 class ModelReply:
-    content: list[dict[str, Any]]  # assistant content blocks: text and tool_use
+    # assistant content blocks: text and tool_use, and thinking / redacted_thinking exactly as
+    # received (they go back unchanged on the next call of a tool-use loop)
+    content: list[dict[str, Any]]
     stop_reason: str
     usage: Usage
 
     @property
     def text(self) -> str:
         return "\n".join(b["text"] for b in self.content if b.get("type") == "text").strip()
+
+    @property
+    def thinking(self) -> list[dict[str, Any]]:
+        return [b for b in self.content if b.get("type") in ("thinking", "redacted_thinking")]
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:

@@ -40,7 +40,9 @@ without either the answer is 401 authentication_error, as from the real API.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import itertools
 import json
 import math
@@ -52,6 +54,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+
+from budgets.efforts import takes_effort
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -72,6 +76,7 @@ FAKE_KEY = "sk-ant-fake-key"
 MESSAGE_OVERHEAD = 3  # tokens per message for its role framing
 MAX_BREAKPOINTS = 4  # the real API refuses more cache_control blocks than this
 COUNT_PATH = "/v1/messages/count_tokens"
+THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
 @dataclass
@@ -225,18 +230,42 @@ class ScriptedReply:
     text: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     output_tokens: int | None = None
+    thinking: str | None = None  # a thinking block (signed) before the rest
+    redacted_thinking: str | None = None  # a redacted_thinking block's opaque data
+    stop_reason: str | None = None  # e.g. pause_turn, refusal, model_context_window_exceeded
 
     @classmethod
     def from_dict(cls, spec: dict[str, Any]) -> ScriptedReply:
-        unknown = set(spec) - {"text", "tool_calls", "output_tokens"}
+        unknown = set(spec) - SCRIPTED_KEYS
         if unknown:
             raise ValueError(f"responder returned unknown keys: {sorted(unknown)}")
-        return cls(spec.get("text"), list(spec.get("tool_calls") or []), spec.get("output_tokens"))
+        return cls(
+            spec.get("text"),
+            list(spec.get("tool_calls") or []),
+            spec.get("output_tokens"),
+            spec.get("thinking"),
+            spec.get("redacted_thinking"),
+            spec.get("stop_reason"),
+        )
+
+
+SCRIPTED_KEYS = {"text", "tool_calls", "output_tokens", "thinking", "redacted_thinking", "stop_reason"}
+_SIGNING_KEY = b"fake-anthropic-thinking"
+
+
+def signature_of(thinking: str) -> str:
+    """What the fake signs a thinking block with: its text, so an altered block fails."""
+    return base64.b64encode(hmac.new(_SIGNING_KEY, thinking.encode(), hashlib.sha256).digest()).decode()
 
 
 def build_content(reply: ScriptedReply, max_tokens: int, ids: Iterator[int]) -> tuple[list, str, int]:
-    """Content blocks, stop_reason and output tokens for a reply under max_tokens."""
+    """Content blocks, stop_reason and output tokens for a reply under max_tokens. Thinking
+    counts as output at its full length, as the API bills it."""
     content: list[dict[str, Any]] = []
+    if reply.thinking is not None:
+        content.append({"type": "thinking", "thinking": reply.thinking, "signature": signature_of(reply.thinking)})
+    if reply.redacted_thinking is not None:
+        content.append({"type": "redacted_thinking", "data": reply.redacted_thinking})
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for call in reply.tool_calls:
@@ -250,7 +279,7 @@ def build_content(reply: ScriptedReply, max_tokens: int, ids: Iterator[int]) -> 
         )
     output = reply.output_tokens if reply.output_tokens is not None else max(1, _tokens_of(content))
     if output <= max_tokens:
-        return content, ("tool_use" if reply.tool_calls else "end_turn"), output
+        return content, reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn"), output
     # Cut off mid-generation: the text stops at the cap, tool calls after it never finish.
     text = (reply.text or "").encode()[: max_tokens * 4].decode(errors="ignore")
     return ([{"type": "text", "text": text}] if text else []), "max_tokens", max_tokens
@@ -281,7 +310,19 @@ def sse_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _block_events(index: int, block: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    if block["type"] == "text":
+    if block["type"] == "thinking":
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
+        for piece in _chunks(block["thinking"], 16):
+            yield (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": piece}},
+            )
+        signature = {"type": "signature_delta", "signature": block["signature"]}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": signature}
+    elif block["type"] == "redacted_thinking":  # sent whole in its start event
+        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": dict(block)}
+    elif block["type"] == "text":
         yield (
             "content_block_start",
             {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
@@ -336,14 +377,27 @@ class FakeAnthropic:
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
+        # tool_use id -> the thinking blocks issued in the same reply: a later request must
+        # send them back unchanged in that assistant turn, as the real API demands
+        self.issued_thinking: dict[str, list[dict[str, Any]]] = {}
+        self._redacted: set[str] = set()  # redacted_thinking data the fake has issued
 
     # -- scripting
 
     def reply(
-        self, text: str | None = None, tool_calls: list[dict[str, Any]] | None = None, output_tokens: int | None = None
+        self,
+        text: str | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        output_tokens: int | None = None,
+        *,
+        thinking: str | None = None,
+        redacted_thinking: str | None = None,
+        stop_reason: str | None = None,
     ) -> None:
         with self._lock:
-            self._replies.append(ScriptedReply(text, list(tool_calls or []), output_tokens))
+            self._replies.append(
+                ScriptedReply(text, list(tool_calls or []), output_tokens, thinking, redacted_thinking, stop_reason)
+            )
 
     def fail_next(
         self,
@@ -458,8 +512,38 @@ class FakeAnthropic:
             return _Outcome(401, error_body(401, "invalid x-api-key"))
         if record.path.split("?")[0] != "/v1/messages":
             return _Outcome(404, error_body(404, f"Not found: {record.path}"))
-        problem = _invalid(record.json)
+        problem = _invalid(record.json) or self._thinking_problem(record.json)
         return _Outcome(400, error_body(400, problem)) if problem else None
+
+    def _thinking_problem(self, body: dict[str, Any]) -> str | None:
+        """What the real API refuses about thinking: a block altered or dropped from an
+        assistant turn of a tool-use loop, and settings the model does not take."""
+        model = str(body.get("model", ""))
+        effort = (body.get("output_config") or {}).get("effort")
+        if effort is not None and not takes_effort(model):
+            return f"output_config.effort: this model ({model}) does not support the effort parameter"
+        if "budget_tokens" in (body.get("thinking") or {}) and takes_effort(model):
+            return f"thinking.budget_tokens: not supported for {model}; use thinking.type 'adaptive'"
+        for n, message in enumerate(body["messages"]):
+            if message.get("role") != "assistant":
+                continue
+            blocks = _blocks(message.get("content"))
+            sent = [_without_cache_control(b) for b in blocks if b.get("type") in THINKING_TYPES]
+            for m, block in enumerate(sent):
+                if block.get("type") == "thinking" and block.get("signature") != signature_of(
+                    block.get("thinking", "")
+                ):
+                    return f"messages.{n}.content.{m}: Invalid `signature` in `thinking` block"
+                if block.get("type") == "redacted_thinking" and block.get("data") not in self._redacted:
+                    return f"messages.{n}.content.{m}: Invalid `data` in `redacted_thinking` block"
+            for block in blocks:
+                issued = self.issued_thinking.get(block.get("id", "")) if block.get("type") == "tool_use" else None
+                if issued is not None and sent != issued:
+                    return (
+                        f"messages.{n}.content: the thinking blocks of an assistant turn that used tools must be "
+                        "passed back unchanged in the same order"
+                    )
+        return None
 
     def _failure(self, record: RecordedRequest) -> _Outcome | None:
         if not self._failures:
@@ -486,6 +570,11 @@ class FakeAnthropic:
         else:
             reply = self._replies.pop(0) if self._replies else ScriptedReply("done")
         content, stop_reason, output = build_content(reply, int(body["max_tokens"]), self._ids)
+        thinking = [block for block in content if block["type"] in THINKING_TYPES]
+        self._redacted.update(block["data"] for block in thinking if block["type"] == "redacted_thinking")
+        for block in content:
+            if block["type"] == "tool_use" and thinking:
+                self.issued_thinking[block["id"]] = thinking
         usage = dict(self.cache.usage(body), output_tokens=output)
         message = {
             "id": f"msg_fake_{next(self._ids):04d}",
