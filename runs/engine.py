@@ -28,6 +28,7 @@ from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from agents.ports import ModelCancelled, ModelError, ModelPort, ModelReply, ModelRequest, ToolsPort
+from budgets.efforts import takes_effort
 from budgets.guard import (
     DEFAULT_MAX_OUTPUT,
     MIN_USEFUL_OUTPUT,
@@ -121,6 +122,9 @@ class Engine:
         run_pass = self._current_pass()
         if run_pass.ended_at is None:
             self._legs(run_pass)
+        if PassStop.REFUSED in (run_pass.task_stop, run_pass.wrap_up_stop):
+            self._finish(f"error: the model refused to go on (stop reason: refusal) in pass {run_pass.number}")
+            return False
         if self._stop_requested():
             return False
         if not self.plan.loop_enabled:
@@ -337,6 +341,12 @@ class Engine:
                 self._quota_wait(refused, self.run.executor_model)
                 continue
             self._quota_refusals = 0
+            if reply.stop_reason == "refusal":
+                return PassStop.REFUSED  # the pass ends and the run says why (_one_pass)
+            if reply.stop_reason == "model_context_window_exceeded":
+                return PassStop.TOKENS  # out of room like out of tokens: the wrap-up may take over
+            if reply.stop_reason == "pause_turn":
+                continue  # the same turn goes on: its partial content goes back, no user text
             if not reply.tool_calls:
                 if self._cut_by_quota(reply):
                     continue  # not a budget stop and not done: the model goes on after the note
@@ -378,7 +388,13 @@ class Engine:
             pass_number=run_pass.number,
             leg_start=run_pass.leg_start,
             cancelled=self._cancel_requested,
+            effort=self._effort(),
         )
+
+    def _effort(self) -> str | None:
+        """The recipe's effort, for a model that takes it (budgets.efforts); else none."""
+        effort = self.armed.spec.effort
+        return effort if effort and takes_effort(self.run.executor_model) else None
 
     def _after_tool_step(self, run_pass: Pass) -> None:
         interval = self.plan.interval
@@ -416,6 +432,7 @@ class Engine:
             pass_number=run_pass.number,
             leg_start=run_pass.leg_start,
             cancelled=self._cancel_requested,
+            effort=self._effort(),
         )
         try:
             reply = self.armed.model.complete(request)
@@ -867,8 +884,14 @@ def _keep_stop():
 def _apply_reply(step: Step, reply: ModelReply, seconds: float) -> None:
     """What a settled call said onto the step that reserved it (its tokens: the ledger)."""
     step.stop_reason, step.text, step.duration_ms = reply.stop_reason, reply.text, int(seconds * 1000)
+    # what the step thought: the blocks stay in the conversation as received; the step keeps
+    # their count and text (shown only where RYSH_SHOW_THINKING allows), never subtracted
+    # from its output tokens, which already include them
+    step.thinking_blocks = len(reply.thinking)
+    step.thinking = "\n\n".join(b.get("thinking") or "" for b in reply.thinking).strip()
 
 
 def _step_summary(step: Step, counted: int) -> str:
     calls = ", ".join(c["name"] for c in step.tool_calls)
-    return f"step {step.number} ({step.leg}): {counted} tokens" + (f"; {calls}" if calls else "")
+    thought = f"; {step.thought}" if step.thinking_blocks else ""
+    return f"step {step.number} ({step.leg}): {counted} tokens{thought}" + (f"; {calls}" if calls else "")

@@ -11,6 +11,7 @@ the live hub renders once per page and set of grants and sends that HTML to ever
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.template.loader import render_to_string
 
 from audit.selectors import audit_for_run
@@ -97,6 +98,7 @@ def run_context(run: Run, can: frozenset[str]) -> dict:
         "row": selectors.live_row(run, current, pending.get(run.pk, 0), settled.get(run.pk, 0)),
         "passes": passes,
         "steps": selectors.run_steps_recent(run, limit=STEP_LOG_LIMIT),
+        "show_thinking": settings.RYSH_SHOW_THINKING,  # the model's thinking text: an admin's call
         "timeline": timeline_svg(run, passes),
         "files": selectors.run_result_files(run),
         "report": _report_html(run),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.conf import settings
@@ -159,6 +160,7 @@ class PassStop(models.TextChoices):
     TOKENS = "tokens"
     LANDED = "land now"
     CANCELLED = "cancelled"
+    REFUSED = "refused"  # the model's stop reason `refusal`: the pass ends, the run says so
     ERROR = "error"
 
 
@@ -266,6 +268,10 @@ class Step(models.Model):
     counted_tokens = models.BigIntegerField(default=0)
     stop_reason = models.CharField(max_length=40, blank=True)
     text = models.TextField(blank=True)
+    # thinking and redacted_thinking blocks in the reply (they count as output), and the
+    # thinking's text, shown on the run page only when RYSH_SHOW_THINKING allows it
+    thinking_blocks = models.PositiveIntegerField(default=0)
+    thinking = models.TextField(blank=True)
     tool_calls = models.JSONField(default=list)
     tool_results = models.JSONField(default=list)
     duration_ms = models.PositiveIntegerField(default=0)
@@ -280,6 +286,15 @@ class Step(models.Model):
         db_table = "automations_step"  # named before the apps split (see migrations/0001)
         ordering = ["run_pass", "number"]
         constraints = [models.UniqueConstraint(fields=["run_pass", "number"], name="step_pass_number_unique")]
+
+    @property
+    def thought(self) -> str:
+        """What the step log says of its thinking, never the text: "thought ~N tokens"."""
+        if not self.thinking_blocks:
+            return ""
+        if not self.thinking:  # redacted or omitted: only the blocks are known
+            return f"thought ({self.thinking_blocks} block{'s' if self.thinking_blocks != 1 else ''})"
+        return f"thought ~{math.ceil(len(self.thinking) / 4):,} tokens"
 
 
 class RunEvent(models.Model):

@@ -307,6 +307,8 @@ RYSH_REJUDGE_DAILY_MAX = envint("RYSH_REJUDGE_DAILY_MAX", 10, minimum=1)
 RYSH_PAGE_TEXT_LIMIT = envint("RYSH_PAGE_TEXT_LIMIT", 20000, minimum=500)  # characters of a page read
 RYSH_BROWSER_TIMEOUT = envint("RYSH_BROWSER_TIMEOUT", 15, minimum=1)  # seconds per browser action
 RYSH_PROFILE_WAIT = envint("RYSH_PROFILE_WAIT", 60, minimum=0)  # seconds to wait for a busy profile
+# the run page's step log says that a step thought and how much; its text only when this is on
+RYSH_SHOW_THINKING = envbool("RYSH_SHOW_THINKING", False)
 RYSH_APPROVAL_TIMEOUT = envint("RYSH_APPROVAL_TIMEOUT", 1800, minimum=1)  # then rejected (recipes: approve_timeout)
 # grants (SPEC §10): all grants to one run may add at most this percent of the recipe's own
 # outer ceilings (passes, outer total, outer time); 100: the recipe's own once more
