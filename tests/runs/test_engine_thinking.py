@@ -91,6 +91,10 @@ def test_it_keeps_its_thinking_across_tool_calls_with_effort_set(fake_anthropic,
     assert steps[0].output_tokens > len(THOUGHT) // 4
     assert run.tokens_counted == sum(e.counted_tokens for e in LedgerEntry.objects.filter(run=run))
     assert [s.thinking_blocks for s in steps] == [1, 2, 1]
+    # each call's reservation (input bound + max_tokens) held what it cost, thinking sent back included
+    assert all(
+        s.reserved_tokens - s.max_tokens >= s.input_tokens + s.cache_write_tokens + s.cache_read_tokens for s in steps
+    )
     assert steps[0].thought == f"thought ~{len(THOUGHT.strip()) // 4 + 1} tokens"
     assert "thought ~" in RunEvent.objects.filter(run=run, kind="step").first().message
 
