@@ -28,6 +28,13 @@ Token arithmetic (deterministic, not a real tokenizer):
   request's `max_tokens` the text is cut to max_tokens*4 bytes, tool calls are dropped (they
   would be unfinished) and stop_reason is `max_tokens`.
 
+Thinking: a reply may carry `thinking` (a block signed over its text; streamed as thinking_delta
+and signature_delta events, as the real API does), `redacted_thinking` (opaque data) and any
+`stop_reason` (pause_turn, refusal, model_context_window_exceeded…). Like the real API, a request
+is refused (400 invalid_request_error) when an assistant turn that used tools drops or alters the
+thinking the fake issued with those tools, when a thinking block's signature does not match, when
+`output_config.effort` goes to a model that takes none, or `thinking.budget_tokens` to one from 4.7 on.
+
 Every Messages request also leaves an `Exchange` in `exchanges` (the server's own log): when
 it arrived and when its answer was over (monotonic seconds), its status, the usage it was
 billed (zero for an error, and for an error sent inside a stream) and a tag — what `tagger(body)`
