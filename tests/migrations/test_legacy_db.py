@@ -69,6 +69,8 @@ ADDED = {
     "automations_pass": ("snapshot_at",),
     "budgets_ledgerentry": ("rejudge_id",),
 }
+# columns added since with a default: the default on every old row
+DEFAULTED = {"automations_step": {"thinking_blocks": 0, "thinking": ""}}
 # columns added since and filled from what was there: whose quota counted a run's calls (its
 # starter's, until a person continues or grants it)
 FILLED = {"automations_run": ("charged_to_id",), "budgets_ledgerentry": ("charged_to_id",)}
@@ -83,7 +85,10 @@ def dump(db: Path) -> dict[str, list]:
                 {
                     k: row[k]
                     for k in row.keys()
-                    if k != MOVED.get(t) and k not in ADDED.get(t, ()) and k not in FILLED.get(t, ())
+                    if k != MOVED.get(t)
+                    and k not in ADDED.get(t, ())
+                    and k not in FILLED.get(t, ())
+                    and k not in DEFAULTED.get(t, {})
                 }
                 for row in con.execute(f'SELECT * FROM "{t}" ORDER BY id')
             ]
@@ -141,6 +146,11 @@ def test_it_keeps_every_row_and_the_schema_of_a_database_made_before_the_split(l
         for table, added in ADDED.items():
             for column in added:
                 assert con.execute(f'SELECT COUNT(*) FROM "{table}" WHERE "{column}" IS NOT NULL').fetchone() == (0,)
+        for table, defaults in DEFAULTED.items():
+            for column, value in defaults.items():
+                assert con.execute(
+                    f'SELECT COUNT(*) FROM "{table}" WHERE "{column}" IS NOT ?', (value,)
+                ).fetchone() == (0,)
     assert conversations(legacy / "db.sqlite3") == talk  # the moved column, turn for turn
     with sqlite3.connect(legacy / "db.sqlite3") as con:
         runs = con.execute("SELECT COUNT(*), COUNT(user_id) FROM automations_run").fetchone()
