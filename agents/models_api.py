@@ -63,6 +63,10 @@ class ModelFacts:
     lifecycle: str = ""
     limits_from: str | None = None  # API, TABLE, or None: no number known
 
+    @property
+    def from_table(self) -> bool:
+        return self.limits_from == TABLE
+
 
 @dataclass(frozen=True)
 class ModelsList:
