@@ -37,6 +37,7 @@ from typing import Any
 import anthropic
 import httpx2
 
+from .models_api import Account, cap_max_tokens
 from .ports import ModelCancelled, ModelError, ModelReply, ModelRequest, Usage
 
 log = logging.getLogger(__name__)
@@ -74,12 +75,15 @@ class AnthropicModel:
         self._max_retries = max_retries
         self._backoff = backoff_seconds
         self._client: anthropic.Anthropic | None = None
+        self._account = Account(api_key=self._api_key, base_url=base_url)
 
     def complete(self, request: ModelRequest) -> ModelReply:
         client = self._client_or_error()
         if request.max_tokens < 1:
             raise ModelError(f"max_tokens must be at least 1 (got {request.max_tokens})")
         params = build_params(request)
+        # never above the model's maximum output (the Models API's number, cached; else the table)
+        params["max_tokens"] = cap_max_tokens(request.model, params["max_tokens"], self._account)
         attempt, last_cause = 0, ""
         while True:
             attempt += 1

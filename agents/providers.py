@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 
 from django.conf import settings
 
+from agents.models_api import unusable
 from agents.ports import ModelPort
 
 PROVIDERS = ("auto", "anthropic", "scripted")
@@ -65,6 +66,14 @@ def preflight_anthropic(timeout: float = 3.0) -> None:
             f"cannot reach the Anthropic API at {parsed.scheme}://{parsed.hostname}:"
             f"{port} ({exc.strerror or exc}); check the network or ANTHROPIC_BASE_URL"
         ) from None
+
+
+def preflight_models(models: list[str]) -> None:
+    """With a key: refuse before anything is spent a model the key cannot use (the Models API
+    says so; when it cannot be asked, the call itself will tell)."""
+    problem = unusable(models)
+    if problem:
+        raise ProviderError(problem)
 
 
 def model_for(run) -> ModelPort:

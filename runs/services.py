@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from agents.providers import ProviderError, choose_provider, preflight_anthropic, script_beside
+from agents.providers import ProviderError, choose_provider, preflight_anthropic, preflight_models, script_beside
 from agents.sandbox import sandbox_problem
 from audit.services import audit_record
 from budgets.plan import Grant as PlanGrant
@@ -160,6 +160,7 @@ def run_start(
         chosen = choose_provider(provider, target=spec.target, script=source.script)
         if chosen == "anthropic":
             preflight_anthropic()
+            preflight_models([executor, judge] if plan.judge_tokens else [executor])
     except ProviderError as exc:
         raise RunRefused(str(exc)) from None
     if chosen == "scripted":

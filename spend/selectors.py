@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Case, CharField, Count, F, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Concat, Trunc
 
+from agents.models_api import ModelFacts
 from budgets.prices import PRICES, Price, format_money, price_key
 from budgets.quota import DAY, MONTH, ROLLING, from_micros, window_end
 from budgets.units import format_tokens
@@ -383,4 +384,23 @@ def sdk_price_rows(known: list[PriceRow]) -> list[PriceRow]:
         rows.append(
             PriceRow(model, table.get(key) if key else None, "none" if key is None else "", priced_by=key or "")
         )
+    return rows
+
+
+@dataclass
+class ModelRow:
+    """A model the API key can use (its Models API facts) with its price row."""
+
+    facts: ModelFacts
+    price: PriceRow
+
+
+def api_model_rows(models: tuple[ModelFacts, ...]) -> list[ModelRow]:
+    """Each listed model with the price in force for it (a dated id through its family's row)."""
+    table = price_table()
+    rows = []
+    for facts in models:
+        key = price_key(facts.id, table)
+        priced_by = key if key and key != facts.id else ""
+        rows.append(ModelRow(facts, PriceRow(facts.id, table.get(key) if key else None, "", priced_by=priced_by)))
     return rows

@@ -1,5 +1,5 @@
 """The spend pages: Spend (`/spend/`, its CSV `/spend.csv`), Quotas (`/quotas/`) and Prices
-(`/prices/`). Everyone who can view reads them; only admins change quotas and prices, through
+(`/prices/`; with an API key "Models and prices": the models the key can use, from the Models API). Everyone who can view reads them; only admins change quotas and prices, through
 spend.services (which records each change in the audit log)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from agents import models_api
 from budgets.units import format_tokens
 from rysh_site.csv_export import csv_cell, csv_writer
 from rysh_site.roles import require, user_can
@@ -218,7 +219,11 @@ def price_list(request: HttpRequest) -> HttpResponse:
         form = PriceForm(initial=_price_initial(request.GET.get("model", "")[:100]))
     rows = selectors.price_rows()
     can_admin = user_can(request.user, "admin")
+    listed = models_api.available_models() if models_api.has_key() else None
     context = {
+        "listed": listed,  # None without a key: the page is the price list alone
+        "model_rows": selectors.api_model_rows(listed.models) if listed else [],
+        "cache_minutes": models_api.CACHE_SECONDS // 60,
         "rows": rows,
         "sdk_rows": selectors.sdk_price_rows(rows),
         "form": form if can_admin else None,

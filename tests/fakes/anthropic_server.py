@@ -41,6 +41,13 @@ billed (zero for an error, and for an error sent inside a stream) and a tag — 
 says the request belongs to (e.g. a run), None without a tagger. `latency` delays the first
 byte of every answer that `delay_next` does not delay.
 
+It also serves the Models API as the installed SDK reads it (anthropic.types.ModelInfo):
+`GET /v1/models` (a page: `data`, `has_more`, `first_id`, `last_id`; `limit`, `after_id`,
+`before_id` honoured) and `GET /v1/models/{id}` (an id of the list, or an alias of `aliases`;
+otherwise 404 not_found_error). The list is `models` (model_info() dicts; by default
+DEFAULT_MODELS), recorded in `models_requests`, failures injected with `fail_next_models`.
+Neither counts as a Messages call.
+
 The key may come as `x-api-key` or as `Authorization: Bearer` (what the installed SDK sends);
 without either the answer is 401 authentication_error, as from the real API.
 """
@@ -59,6 +66,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, unquote
 
 import pytest
 
@@ -84,6 +92,7 @@ MESSAGE_OVERHEAD = 3  # tokens per message for its role framing
 MAX_BREAKPOINTS = 4  # the real API refuses more cache_control blocks than this
 COUNT_PATH = "/v1/messages/count_tokens"
 THINKING_TYPES = ("thinking", "redacted_thinking")
+MODELS_PATH = "/v1/models"
 
 
 @dataclass
@@ -360,6 +369,97 @@ def _chunks(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
+# ---------------------------------------------------------------- the Models API
+
+
+def _supported(flag: bool) -> dict[str, bool]:
+    return {"supported": flag}
+
+
+def model_info(
+    model_id: str,
+    display_name: str | None = None,
+    *,
+    created_at: str = "2026-01-01T00:00:00Z",
+    max_input_tokens: int | None = 200_000,
+    max_tokens: int | None = 64_000,
+    effort: bool = True,
+    thinking: bool = True,
+    line: str | None = None,
+    lifecycle: str = "active",
+) -> dict[str, Any]:
+    """One model as `GET /v1/models` lists it, every field anthropic.types.ModelInfo reads."""
+    levels = {level: _supported(effort) for level in ("low", "medium", "high", "max")}
+    return {
+        "type": "model",
+        "id": model_id,
+        "display_name": display_name or model_id,
+        "created_at": created_at,
+        "deprecated_at": None,
+        "retires_at": None,
+        "lifecycle": lifecycle,
+        "line": line,
+        "max_input_tokens": max_input_tokens,
+        "max_tokens": max_tokens,
+        "capabilities": {
+            "batch": _supported(True),
+            "citations": _supported(True),
+            "code_execution": _supported(False),
+            "context_management": {"supported": False},
+            "effort": {**levels, "supported": effort},
+            "image_input": _supported(True),
+            "pdf_input": _supported(True),
+            "server_tools": {"supported": False, "code_execution": _supported(False), "web_search": _supported(False)},
+            "structured_outputs": _supported(True),
+            "thinking": {
+                "supported": thinking,
+                "types": {
+                    "adaptive": _supported(thinking),
+                    "between_tools": _supported(False),
+                    "disabled": _supported(True),
+                    "enabled": _supported(thinking),
+                },
+            },
+        },
+    }
+
+
+# What the fake's key can use unless a test says otherwise (newest first, as the API lists
+# them): the models the tests' recipes and settings name. The limits are the fake's own.
+DEFAULT_MODELS = [
+    model_info(
+        "claude-opus-4-7", "Claude Opus 4.7", created_at="2026-04-01T00:00:00Z", max_tokens=128_000, line="opus"
+    ),
+    model_info("claude-sonnet-4-6", "Claude Sonnet 4.6", created_at="2026-02-17T00:00:00Z", line="sonnet"),
+    model_info(
+        "claude-opus-4-6", "Claude Opus 4.6", created_at="2026-02-05T00:00:00Z", max_tokens=128_000, line="opus"
+    ),
+    model_info("claude-haiku-4-5-20251001", "Claude Haiku 4.5", created_at="2025-10-15T00:00:00Z", line="haiku"),
+    model_info("claude-sonnet-4-5-20250929", "Claude Sonnet 4.5", created_at="2025-09-29T00:00:00Z", line="sonnet"),
+]
+DEFAULT_ALIASES = {"claude-haiku-4-5": "claude-haiku-4-5-20251001", "claude-sonnet-4-5": "claude-sonnet-4-5-20250929"}
+
+
+def models_page(models: list[dict[str, Any]], query: dict[str, list[str]]) -> dict[str, Any]:
+    """One page of the list, cut by `limit` after `after_id` or before `before_id`."""
+    limit = int((query.get("limit") or ["20"])[0])
+    ids = [m["id"] for m in models]
+    start, end = 0, len(models)
+    if query.get("after_id"):
+        start = ids.index(query["after_id"][0]) + 1 if query["after_id"][0] in ids else len(ids)
+    if query.get("before_id"):
+        end = ids.index(query["before_id"][0]) if query["before_id"][0] in ids else 0
+        start = max(start, end - limit)
+    page = models[start : min(end, start + limit)]
+    has_more = (start + len(page) < end) if not query.get("before_id") else start > 0
+    return {
+        "data": page,
+        "has_more": has_more,
+        "first_id": page[0]["id"] if page else None,
+        "last_id": page[-1]["id"] if page else None,
+    }
+
+
 # ---------------------------------------------------------------- the server
 
 
@@ -371,6 +471,10 @@ class FakeAnthropic:
         self.responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self.requests: list[RecordedRequest] = []  # Messages calls (what `calls` counts)
         self.count_requests: list[RecordedRequest] = []  # token counts, apart
+        self.models: list[dict[str, Any]] = [dict(m) for m in DEFAULT_MODELS]  # what the Models API lists
+        self.aliases: dict[str, str] = dict(DEFAULT_ALIASES)  # alias -> id, for GET /v1/models/{alias}
+        self.models_requests: list[RecordedRequest] = []  # Models API calls, apart
+        self._models_failures: list[_Failure] = []
         self._count_failures: list[_Failure] = []
         self.aborted_streams = 0  # streams the client closed before message_stop
         self.exchanges: list[Exchange] = []  # the server's log of Messages requests
@@ -426,6 +530,11 @@ class FakeAnthropic:
         with self._lock:
             self._count_failures.extend(_Failure(status, None, None, False) for _ in range(times))
 
+    def fail_next_models(self, status: int = 500, times: int = 1) -> None:
+        """Fail the next `times` Models API requests with a real error body."""
+        with self._lock:
+            self._models_failures.extend(_Failure(status, None, None, False) for _ in range(times))
+
     def delay_next(self, seconds: float = 0.0, *, between_events: float = 0.0) -> None:
         """Delay the next response's first byte; for a stream, also each later event."""
         with self._lock:
@@ -474,6 +583,8 @@ class FakeAnthropic:
     def _decide(self, record: RecordedRequest) -> _Outcome:
         if record.path.split("?")[0] == COUNT_PATH:
             return self._count(record)
+        if record.path.split("?")[0].startswith(MODELS_PATH):
+            return self._models(record)
         with self._lock:
             self.requests.append(record)
             delay = self._delays.pop(0) if self._delays else _Delay(self.latency, 0.0)
@@ -510,6 +621,25 @@ class FakeAnthropic:
             if problem:
                 return _Outcome(400, error_body(400, problem))
             return _Outcome(200, {"input_tokens": sum(tokens for _, tokens, _ in _items(body))})
+
+    def _models(self, record: RecordedRequest) -> _Outcome:
+        with self._lock:
+            self.models_requests.append(record)
+            key = record.headers.get("x-api-key") or _bearer(record.headers.get("authorization", ""))
+            if not key or (self.api_keys is not None and key not in self.api_keys):
+                return _Outcome(401, error_body(401, "invalid x-api-key"))
+            if self._models_failures:
+                failure = self._models_failures.pop(0)
+                return _Outcome(failure.status, error_body(failure.status, failure.message))
+            path, _, query = record.path.partition("?")
+            if path.rstrip("/") == MODELS_PATH:
+                return _Outcome(200, models_page(self.models, parse_qs(query)))
+            wanted = unquote(path[len(MODELS_PATH) + 1 :])
+            wanted = self.aliases.get(wanted, wanted)
+            for model in self.models:
+                if model["id"] == wanted:
+                    return _Outcome(200, model)
+            return _Outcome(404, error_body(404, f"model: {unquote(path[len(MODELS_PATH) + 1 :])}"))
 
     def _refusal(self, record: RecordedRequest) -> _Outcome | None:
         key = record.headers.get("x-api-key") or _bearer(record.headers.get("authorization", ""))

@@ -167,3 +167,26 @@ def test_the_fixture_points_the_sdk_at_the_fake(fake_anthropic):
     assert client.messages.create(**BODY).content[0].text == "hi"
     with pytest.raises(anthropic.InternalServerError):  # the responder queued it
         client.messages.create(**BODY)
+
+
+def test_the_models_api_reads_in_the_sdk(fake, client):
+    fake.models = fake.models[:3]
+    listed = list(client.models.list(limit=2))  # two pages, followed by the SDK
+    assert [m.id for m in listed] == ["claude-opus-4-7", "claude-sonnet-4-6", "claude-opus-4-6"]
+    first = listed[0]
+    assert first.display_name == "Claude Opus 4.7" and first.created_at.year == 2026
+    assert first.max_tokens == 128_000 and first.max_input_tokens == 200_000
+    assert first.capabilities.effort.supported and first.capabilities.thinking.types.adaptive.supported
+    assert [r.path.split("?")[0] for r in fake.models_requests] == ["/v1/models", "/v1/models"]
+    assert fake.calls == 0  # not Messages calls
+
+
+def test_a_model_is_retrieved_by_id_or_alias_and_an_unknown_one_is_404(fake, client):
+    assert client.models.retrieve("claude-haiku-4-5").id == "claude-haiku-4-5-20251001"
+    assert client.models.retrieve("claude-sonnet-4-6").display_name == "Claude Sonnet 4.6"
+    with pytest.raises(anthropic.NotFoundError) as err:
+        client.models.retrieve("claude-x-9")
+    assert err.value.body["error"] == {"type": "not_found_error", "message": "model: claude-x-9"}
+    fake.fail_next_models(500)
+    with pytest.raises(anthropic.InternalServerError):
+        client.models.list()

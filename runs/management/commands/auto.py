@@ -7,6 +7,7 @@ files for `run` and `check`, or run ids written `#12` or `12`.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from agents import profiles
+from agents import models_api, profiles
 from agents.browser import BROWSER_TOOL_NAMES
 from agents.coding_tools import BASH_TOOL, FILE_TOOL_NAMES
 from agents.task_tools import HTTP_TOOL, RESULT_TOOLS
@@ -24,7 +25,7 @@ from budgets.plan import resolve
 from budgets.units import format_tokens, parse_duration, parse_tokens
 from catalogue.checks import extra_issues
 from catalogue.plan_report import models_for, plan_lines
-from catalogue.recipe import RecipeError, load_recipe, parse_recipe, unfilled_placeholders
+from catalogue.recipe import RecipeError, RecipeIssue, load_recipe, parse_recipe, unfilled_placeholders
 from catalogue.spec import Kind
 from catalogue.workdir import find_recipe
 from runs import rejudge, services
@@ -193,6 +194,10 @@ class Command(BaseCommand):
             raise CommandError(f"{len(extra)} error(s) in {target}")
         plan = resolve(spec.do, spec.loop_while)
         executor, judge = models_for(spec)
+        if issues := _model_issues(spec, executor, judge if plan.judge_tokens else None):
+            for issue in issues:
+                self.stderr.write(str(issue))
+            raise CommandError(f"{len(issues)} error(s) in {target}")
         for line in plan_lines(spec, plan, executor=executor, judge=judge):
             self.stdout.write(line)
         worst = WorstCase.of(plan, executor=executor, judge=judge)
@@ -205,6 +210,7 @@ class Command(BaseCommand):
             *unfilled_placeholders(spec, recipe_args if recipe_args else None),
             *_approve_warnings(spec),
             *price_warnings(worst.models),
+            *_models_unchecked(),
         ]
         if warnings:
             self.stdout.write("warnings:")
@@ -557,6 +563,46 @@ def _user(username: str):
     if user is None:
         raise CommandError(f"no user named {username!r}")
     return user
+
+
+MODEL_FIELDS = {"executor": ("loop.do.model", "model"), "judge": ("loop.while.judge_model", "judge_model")}
+MODEL_LINE = re.compile(r"""\s*(model|judge_model)\s*:\s*['"]?([^'"#\s]+)""")
+
+
+def _model_issues(spec, executor: str, judge: str | None) -> list[RecipeIssue]:
+    """With a key: a recipe error for each model the key cannot use, at the line naming it
+    (a model from the settings has no line: the setting is named instead)."""
+    issues = []
+    for role, model in (("executor", executor), ("judge", judge)):
+        problem = models_api.unusable([model]) if model else None
+        if problem:
+            issues.append(RecipeIssue(Path(spec.path).name, *_model_place(spec, role, model), problem))
+    return issues
+
+
+def _models_unchecked() -> list[str]:
+    """With a key whose list could not be read: say the models went unchecked (not an error)."""
+    problem = models_api.available_models().error if models_api.has_key() else None
+    return [f"models not checked: {problem}"] if problem else []
+
+
+def _model_place(spec, role: str, model: str) -> tuple[int | None, str]:
+    """(line, field) of where the recipe names the model."""
+    own = spec.do.model if role == "executor" else spec.loop_while.judge_model
+    top = spec.model if role == "executor" else spec.judge_model
+    if not (own or top):
+        return None, "RYSH_EXECUTOR_MODEL" if role == "executor" else "RYSH_JUDGE_MODEL"
+    field = MODEL_FIELDS[role][0 if own else 1]
+    name = field.rsplit(".", 1)[-1]
+    try:
+        lines = Path(spec.path).read_text().splitlines()
+    except OSError:
+        return None, field
+    for number, text in enumerate(lines, 1):
+        match = MODEL_LINE.match(text)
+        if match and match.group(1) == name and match.group(2) == model:
+            return number, field
+    return None, field
 
 
 def _approve_warnings(spec) -> list[str]:
