@@ -436,6 +436,12 @@ DEFAULT_MODELS = [
     ),
     model_info("claude-haiku-4-5-20251001", "Claude Haiku 4.5", created_at="2025-10-15T00:00:00Z", line="haiku"),
     model_info("claude-sonnet-4-5-20250929", "Claude Sonnet 4.5", created_at="2025-09-29T00:00:00Z", line="sonnet"),
+    # the current lineup the default settings name (listed last so the tests' pages stay put)
+    model_info("claude-sonnet-5-5", "Claude Sonnet 5.5", created_at="2026-10-20T00:00:00Z", line="sonnet"),
+    model_info("claude-haiku-5-5", "Claude Haiku 5.5", created_at="2026-10-20T00:00:00Z", line="haiku"),
+    model_info(
+        "claude-opus-5-5", "Claude Opus 5.5", created_at="2026-10-20T00:00:00Z", max_tokens=128_000, line="opus"
+    ),
 ]
 DEFAULT_ALIASES = {"claude-haiku-4-5": "claude-haiku-4-5-20251001", "claude-sonnet-4-5": "claude-sonnet-4-5-20250929"}
 
