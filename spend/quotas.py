@@ -116,7 +116,8 @@ def spent_since(quota: Quota, start) -> tuple[int, int]:
     for row in entries.values("model", "estimated").annotate(tokens=Sum("counted_tokens"), cost=Sum("cost")):
         tokens += row["tokens"] or 0
         if row["estimated"]:
-            micros += reservation_micros(row["tokens"] or 0, micros_per_token(row["model"])) or 0
+            tokens_ = row["tokens"] or 0  # their sum bounds each call: its tier is never too cheap
+            micros += reservation_micros(tokens_, micros_per_token(row["model"], tokens_)) or 0
         else:
             micros += to_micros(row["cost"]) or 0
     return tokens, micros
@@ -140,7 +141,7 @@ def take(step, quotas: list[Quota], *, model: str, tokens: int, now=None) -> Non
     step.held_quotas = []  # what settle() needs to know without asking the database
     if not quotas:
         return
-    micros = reservation_micros(tokens, micros_per_token(model))
+    micros = reservation_micros(tokens, micros_per_token(model, tokens))
     for quota in quotas:
         quota = current(quota, now)
         if quota.micros is not None and micros is None:
@@ -171,7 +172,7 @@ def take_direct(quotas: list[Quota], *, model: str, tokens: int, now=None) -> li
     counted at once as used; settle_direct() corrects it to the real usage. QuotaRefused when
     one has no room (the ones already taken are given back)."""
     taken: list[DirectHold] = []
-    micros = reservation_micros(tokens, micros_per_token(model))
+    micros = reservation_micros(tokens, micros_per_token(model, tokens))
     try:
         for quota in quotas:
             quota = current(quota, now)

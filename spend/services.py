@@ -131,7 +131,7 @@ def quota_wake(*, now=None) -> list[str]:
     for run in waiting:
         tokens, model = needs.get(run.pk, (0, ""))
         model = model or run.executor_model
-        micros = reservation_micros(tokens, micros_per_token(model))
+        micros = reservation_micros(tokens, micros_per_token(model, tokens))
         applying = [q for q in standing.values() if applies(q, target=run.target, user_id=run.charged_to_id)]
         if not all(_fits_after(q, promised.get(q.pk, (0, 0)), tokens, micros) for q in applying):
             continue

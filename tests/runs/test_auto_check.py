@@ -176,15 +176,15 @@ def test_it_shows_the_worst_case_against_the_installation_and_recipe_quotas():
 
 def test_it_warns_when_the_recipes_model_has_no_price(tmp_path, django_capture_on_commit_callbacks):
     recipe = tmp_path / "new-model.md"
-    recipe.write_text("---\nmodel: claude-opus-4-7\n---\nDo the thing.\n")
+    recipe.write_text("---\nmodel: claude-fable-5-2\n---\nDo the thing.\n")
     out = check("task", "check", str(recipe))
-    assert "at most n/a on claude-opus-4-7" in out
+    assert "at most n/a on claude-fable-5-2" in out
     assert (
-        "  - model claude-opus-4-7 has no price: money shows as n/a and a dollar quota pauses its runs; "
+        "  - model claude-fable-5-2 has no price: money shows as n/a and a dollar quota pauses its runs; "
         "set one with `auto price set` or on the Prices page"
     ) in out
     with django_capture_on_commit_callbacks(execute=True):
-        check("price", "set", "claude-opus-4-7", *"--input 5 --output 25 --cache-read 0.5 --cache-write 6.25".split())
+        check("price", "set", "claude-fable-5-2", *"--input 5 --output 25 --cache-read 0.5 --cache-write 6.25".split())
     out = check("task", "check", str(recipe))
-    assert "has no price" not in out and "at most $15.00 on claude-opus-4-7" in out  # priced by the admin's row
+    assert "has no price" not in out and "at most $15.00 on claude-fable-5-2" in out  # priced by the admin's row
     assert "billed on top at $0.50/M tokens" in out

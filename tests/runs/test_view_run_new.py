@@ -123,9 +123,9 @@ def test_it_says_nothing_of_quotas_when_none_applies(operator, digest):
 
 
 def test_it_warns_when_the_recipes_model_has_no_price(operator, work, settings, tmp_path):
-    work.commit("New model", tasks__fresh="---\nmodel: claude-opus-4-7\n---\nWrite it.\n")
+    work.commit("New model", tasks__fresh="---\nmodel: claude-fable-5-2\n---\nWrite it.\n")
     settings.RYSH_RESULTS_DIR = tmp_path / "results"
     recipes_sync()
     page = operator.get("/recipes/task/fresh/run/").content.decode()
     assert 'id="price-warnings"' in page
-    assert "model claude-opus-4-7 has no price: money shows as n/a and a dollar quota pauses its runs" in page
+    assert "model claude-fable-5-2 has no price: money shows as n/a and a dollar quota pauses its runs" in page
