@@ -249,8 +249,9 @@ def test_it_lists_built_in_and_admin_prices_and_flags_sdk_models_without_one():
         "12.00",
         "0.25",
         "3.1234",
+        "5.00",  # no 1-hour write given: 2 × input
     ]
-    assert rows["claude-haiku-4-5"].rates == ["1.00", "5.00", "0.10", "1.25"]
+    assert rows["claude-haiku-4-5"].rates == ["1.00", "5.00", "0.10", "1.25", "2.00"]
     sdk = {row.model: row for row in selectors.sdk_price_rows(list(rows.values()))}
     assert "claude-fable-5-2" in selectors.sdk_models() and sdk["claude-fable-5-2"].price is None
     assert "claude-mythos-5" not in sdk  # it has its own row above now

@@ -114,3 +114,18 @@ def test_it_escapes_a_model_name(admin):
     ModelPrice.objects.create(model="<b>x</b>", input=1, output=1, cache_read=1, cache_write=1)
     page = admin.get("/prices/").content.decode()
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
+
+
+def test_an_admin_may_set_the_one_hour_cache_write_apart_or_leave_it_at_twice_input(
+    admin, django_capture_on_commit_callbacks
+):
+    page = admin.get("/prices/?model=claude-sonnet-5-5").content.decode()
+    assert 'name="cache_write_1h" value="4' in page  # the form starts from the price in force
+    with django_capture_on_commit_callbacks(execute=True):
+        page = admin.post("/prices/", {**FABLE_5_2, "cache_write_1h": "9.5"}, follow=True).content.decode()
+    assert "<td>$6.25</td><td>$9.50</td>" in row(page, "price-claude-fable-5-2")
+    assert price_of("claude-fable-5-2").write_1h == Decimal("9.5")
+    with django_capture_on_commit_callbacks(execute=True):
+        page = admin.post("/prices/", FABLE_5_2, follow=True).content.decode()
+    assert "<td>$6.25</td><td>$10.00</td>" in row(page, "price-claude-fable-5-2")  # blank: 2 × input
+    assert ModelPrice.objects.get().cache_write_1h is None

@@ -95,7 +95,7 @@ class Command(BaseCommand):
         parser.add_argument("--window", help="quota: day, month or rolling (24 h)")
         parser.add_argument("--tokens", help="quota: a limit in counted tokens (20p, 4b, 1s)")
         parser.add_argument("--dollars", help="quota: a limit in USD (50, 12.50)")
-        for name in ("input", "output", "cache_read", "cache_write"):
+        for name in ("input", "output", "cache_read", "cache_write", "cache_write_1h"):
             parser.add_argument(
                 f"--{name.replace('_', '-')}", dest=f"price_{name}", help="price set: USD per million tokens"
             )
