@@ -55,7 +55,7 @@ def test_it_shows_the_split_floors_worst_case_and_warnings():
     assert "  task     135 steps  13m30s  720000 tokens (3.6b)" in out
     assert ("  wrap-up  15 steps  1m30s  80000 tokens (80p)  -> floored to 100 steps  5m0s  200000 tokens (1b)") in out
     assert "  pass worst case  235 steps  18m30s  920000 tokens (4.6b)" in out
-    assert "worst case: 4000000 tokens (1s) over 5 passes, at most $60.00 on claude-sonnet-4-6" in out
+    assert "worst case: 4000000 tokens (1s) over 5 passes, at most $40.00 on claude-sonnet-5-5" in out
     assert "duration DISABLED: loop.while.max_duration 15m does not exceed one pass (15m)" in out
     assert out.rstrip().endswith("ok: web/halilagin-medium is valid")
 
@@ -167,8 +167,8 @@ def test_it_shows_the_worst_case_against_the_installation_and_recipe_quotas():
     out = check("web", "check", "halilagin-medium", "./drafts/loop.md")
     quota = [line for line in out.splitlines() if line.startswith("quota: ")]
     assert quota == [
-        "quota: worst case 1s tokens ($60.00); today's installation quota has 2b tokens left — the run may pause",
-        "quota: worst case 1s tokens ($60.00); this month's quota of recipe web/halilagin-medium has 5s tokens "
+        "quota: worst case 1s tokens ($40.00); today's installation quota has 2b tokens left — the run may pause",
+        "quota: worst case 1s tokens ($40.00); this month's quota of recipe web/halilagin-medium has 5s tokens "
         "and $500.00 left — fits",
     ]  # the CLI has no user: no user quota
     assert out.index("worst case: 4000000 tokens") < out.index("quota: ") < out.index("warnings:")

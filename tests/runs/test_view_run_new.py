@@ -115,7 +115,7 @@ def test_it_shows_the_worst_case_against_each_quota_the_person_would_count_again
     assert "this month&#x27;s quota of user otto has $100.00 left — fits" in page
     assert "user other" not in page
     part = operator.post(digest + "preview/", {"arg_0": "a", "arg_1": "b"}).content.decode()
-    assert "quota: worst case 20p tokens ($0.30); this month&#x27;s quota of user otto has $100.00 left" in part
+    assert "quota: worst case 20p tokens ($0.20); this month&#x27;s quota of user otto has $100.00 left" in part
 
 
 def test_it_says_nothing_of_quotas_when_none_applies(operator, digest):
