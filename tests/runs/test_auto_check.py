@@ -188,3 +188,16 @@ def test_it_warns_when_the_recipes_model_has_no_price(tmp_path, django_capture_o
     out = check("task", "check", str(recipe))
     assert "has no price" not in out and "at most $15.00 on claude-fable-5-2" in out  # priced by the admin's row
     assert "billed on top at $0.50/M tokens" in out
+
+
+def test_it_says_which_generation_a_pinned_model_is_and_whether_it_is_legacy(tmp_path):
+    recipe = tmp_path / "old-model.md"
+    recipe.write_text("---\nmodel: claude-sonnet-4-6\njudge_model: claude-haiku-5-5\n---\nDo the thing.\n")
+    out = check("task", "check", str(recipe))
+    assert (
+        "model: claude-sonnet-4-6 is of the legacy 4.x generation; the current Sonnet is claude-sonnet-5-5\n"
+        "model: claude-haiku-5-5 is the current Haiku (5.x generation)\n"
+    ) in out
+    unpinned = tmp_path / "defaults.md"
+    unpinned.write_text("Do the thing.\n")
+    assert "model: " not in check("task", "check", str(unpinned))  # the defaults follow the lineup

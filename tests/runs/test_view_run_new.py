@@ -129,3 +129,11 @@ def test_it_warns_when_the_recipes_model_has_no_price(operator, work, settings, 
     page = operator.get("/recipes/task/fresh/run/").content.decode()
     assert 'id="price-warnings"' in page
     assert "model claude-fable-5-2 has no price: money shows as n/a and a dollar quota pauses its runs" in page
+
+
+def test_the_preview_says_a_pinned_legacy_model_is_legacy(operator, work, settings, tmp_path):
+    work.commit("Old model", tasks__old="---\nmodel: claude-opus-4-6\n---\nWrite it.\n")
+    settings.RYSH_RESULTS_DIR = tmp_path / "results"
+    recipes_sync()
+    page = operator.post("/recipes/task/old/run/preview/", {}, HTTP_HX_REQUEST="true").content.decode()
+    assert "model: claude-opus-4-6 is of the legacy 4.x generation; the current Opus is claude-opus-5-5" in page

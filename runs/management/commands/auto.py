@@ -23,7 +23,7 @@ from budgets.plan import Grant as PlanGrant
 from budgets.plan import resolve
 from budgets.units import format_tokens, parse_duration, parse_tokens
 from catalogue.checks import extra_issues
-from catalogue.plan_report import models_for, plan_lines
+from catalogue.plan_report import model_notes, models_for, plan_lines
 from catalogue.recipe import RecipeError, load_recipe, parse_recipe, unfilled_placeholders
 from catalogue.spec import Kind
 from catalogue.workdir import find_recipe
@@ -195,6 +195,8 @@ class Command(BaseCommand):
         executor, judge = models_for(spec)
         for line in plan_lines(spec, plan, executor=executor, judge=judge):
             self.stdout.write(line)
+        for line in model_notes(spec):
+            self.stdout.write(f"model: {line}")
         worst = WorstCase.of(plan, executor=executor, judge=judge)
         # the installation's and the recipe's quotas: the CLI has no user, so no user quota
         for line in quota_lines(target=spec.target, user_id=None, worst=worst):
