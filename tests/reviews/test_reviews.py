@@ -307,9 +307,9 @@ def test_the_plan_delta_says_what_tonight_costs():
     delta = plan_delta(
         recipe_text(size="4b", total="20b"), recipe_text(size="5b", total="25b"), kind="task", name="report"
     )
-    assert delta.worst_line == "worst case 1s → 25b, +$15.00"
+    assert delta.worst_line == "worst case 1s → 25b, +$10.00"  # on the default claude-sonnet-5-5
     assert delta.before.summary[2] == "outer:   tokensTotal=4000000  duration=0s"
     assert [changed for _, _, changed in delta.summary_rows] == [False, True, True]
-    assert plan_delta(None, recipe_text(), kind="task", name="x").worst_line == ("worst case — → 1s, +$60.00")
-    assert plan_delta(recipe_text(), None, kind="task", name="x").worst_line == ("worst case 1s → —, −$60.00")
+    assert plan_delta(None, recipe_text(), kind="task", name="x").worst_line == ("worst case — → 1s, +$40.00")
+    assert plan_delta(recipe_text(), None, kind="task", name="x").worst_line == ("worst case 1s → —, −$40.00")
     assert plan_delta(recipe_text(), BROKEN, kind="task", name="x").worst_line == ("worst case 1s → invalid")

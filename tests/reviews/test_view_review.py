@@ -38,7 +38,7 @@ def test_the_whole_loop_edit_review_approve_history(grace, linus, work):
     version is in the history."""
     change = propose(grace)
     page = grace.get(f"/changes/{change.pk}/").content.decode()
-    assert "worst case 1s → 25b, +$15.00" in page
+    assert "worst case 1s → 25b, +$10.00" in page
     assert '<tr class="diff-add">' in page and "+      size: 5b" in page
     assert "You cannot approve your own change" in page
     assert "Approve and merge" not in page
@@ -86,7 +86,7 @@ def test_request_changes_and_revise(grace, linus):
         f"/changes/{change.pk}/edit/", {"text": recipe_text("small", size="3b", total="15b"), "message": "Smaller"}
     )
     page = linus.get(f"/changes/{change.pk}/").content.decode()
-    assert "worst case 1s → 15b, −$15.00" in page and "revised the change" in page
+    assert "worst case 1s → 15b, −$10.00" in page and "revised the change" in page
 
 
 def test_a_conflict_says_so_and_the_author_resolves_it(grace, linus, work):
