@@ -25,6 +25,7 @@ from budgets.units import format_tokens, parse_duration, parse_tokens
 from catalogue.checks import extra_issues
 from catalogue.plan_report import model_notes, models_for, plan_lines
 from catalogue.recipe import RecipeError, load_recipe, parse_recipe, unfilled_placeholders
+from catalogue.selectors import tokenizer_notes
 from catalogue.spec import Kind
 from catalogue.workdir import find_recipe
 from runs import rejudge, services
@@ -195,7 +196,7 @@ class Command(BaseCommand):
         executor, judge = models_for(spec)
         for line in plan_lines(spec, plan, executor=executor, judge=judge):
             self.stdout.write(line)
-        for line in model_notes(spec):
+        for line in model_notes(spec) + tokenizer_notes(spec, executor=executor, judge=judge):
             self.stdout.write(f"model: {line}")
         worst = WorstCase.of(plan, executor=executor, judge=judge)
         # the installation's and the recipe's quotas: the CLI has no user, so no user quota
