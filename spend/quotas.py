@@ -27,7 +27,7 @@ from django.utils import timezone
 from budgets.quota import reservation_micros, to_micros, window_start
 from runs.models import LedgerEntry
 from spend.models import Quota, QuotaHold, Scope
-from spend.prices import micros_per_token
+from spend.prices import micros_per_token, price_of
 from spend.signals import quota_released
 
 
@@ -71,13 +71,23 @@ class Room:
 
 
 def room_for(*, target: str, user_id: int | None, model: str, now=None) -> Room:
-    rate = micros_per_token(model)
     quotas = [current(q, now) for q in quotas_for(target=target, user_id=user_id)]
-    rooms = [(room, q) for q in quotas if (room := q.standing.room(rate)) is not None]
+    rooms = [(room, q) for q in quotas if (room := _room(q, model)) is not None]
     if not rooms:
         return Room(quotas, None, None)
     tokens, tightest = min(rooms, key=lambda pair: pair[0])
     return Room(quotas, tokens, tightest)
+
+
+def _room(quota: Quota, model: str) -> int | None:
+    """The most one call on `model` may reserve here: at its dearest rate, or — a tiered model
+    (Haiku 5.5) — at its cheaper tier's for a bound that stays within that tier."""
+    room = quota.standing.room(micros_per_token(model))
+    tier = price_of(model) if quota.micros is not None else None
+    if room is None or tier is None or tier.tier_tokens is None:
+        return room
+    cheaper = quota.standing.room(micros_per_token(model, tier.tier_tokens))
+    return max(room, min(cheaper, tier.tier_tokens))
 
 
 def current(quota: Quota, now=None) -> Quota:

@@ -14,6 +14,7 @@ from runs.ledger import Ledger, usage_cost
 from runs.models import LedgerEntry, Pass
 from spend.models import Quota, QuotaHold
 from spend.prices import micros_per_token
+from spend.quotas import room_for
 from spend.services import quota_set
 
 pytestmark = pytest.mark.django_db
@@ -71,3 +72,16 @@ def test_a_quota_holds_a_haiku_5_5_call_at_the_tier_of_its_bound(start):
     assert QuotaHold.objects.get(step=small).micros == reservation_micros(54_000, Decimal("0.50")) == 27_000
     assert QuotaHold.objects.get(step=big).micros == reservation_micros(154_000, Decimal("2.50")) == 385_000
     assert Quota.objects.get().reserved_micros == 412_000
+
+
+def test_a_dollar_quota_leaves_a_tiered_model_room_at_its_cheaper_tier_up_to_the_tier(start):
+    quota_set(scope="installation", window="day", tokens=None, dollars=Decimal("0.10"))
+    run = start(ONE_PASS)
+    # $0.10 is 40,000 tokens at the higher tier's $2.50/M, 200,000 at the lower's $0.50/M: the
+    # lower tier holds only up to 100K tokens of prompt, so 100,000
+    assert room_for(target=run.target, user_id=None, model="claude-haiku-5-5").tokens == 100_000
+    assert room_for(target=run.target, user_id=None, model="claude-sonnet-5-5").tokens == 10_000
+    quota_set(scope="installation", window="day", tokens=None, dollars=Decimal("0.01"))
+    assert room_for(target=run.target, user_id=None, model="claude-haiku-5-5").tokens == 20_000
+    quota_set(scope="installation", window="day", tokens=None, dollars=Decimal(1))
+    assert room_for(target=run.target, user_id=None, model="claude-haiku-5-5").tokens == 400_000
