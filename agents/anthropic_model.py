@@ -371,6 +371,7 @@ def _to_reply(message: Any) -> ModelReply:
             cache_write_tokens=usage.cache_creation_input_tokens or 0,
             cache_read_tokens=usage.cache_read_input_tokens or 0,
             output_tokens=usage.output_tokens or 0,
+            cache_write_1h_tokens=getattr(getattr(usage, "cache_creation", None), "ephemeral_1h_input_tokens", 0) or 0,
         ),
     )
 

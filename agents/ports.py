@@ -17,6 +17,8 @@ class Usage:
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
     output_tokens: int = 0
+    # the part of cache_write_tokens written for an hour (priced apart; counted as any write)
+    cache_write_1h_tokens: int = 0
 
     @property
     def counted(self) -> int:

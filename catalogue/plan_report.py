@@ -9,6 +9,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import DatabaseError
 
+from budgets.lineup import generation_note
 from budgets.plan import Allotment, Plan
 from budgets.prices import PRICES, Price, counted_ceiling_cost, format_money, price_for
 from budgets.units import format_duration_go, format_tokens
@@ -21,6 +22,13 @@ FREE = Price(Decimal(0), Decimal(0), Decimal(0), Decimal(0))
 def models_for(spec: RecipeSpec) -> tuple[str, str]:
     """(executor, judge): the recipe's own models, else the installation's defaults."""
     return (spec.executor_model or settings.RYSH_EXECUTOR_MODEL, spec.judge or settings.RYSH_JUDGE_MODEL)
+
+
+def model_notes(spec: RecipeSpec) -> list[str]:
+    """What `auto check` and the run form's preview say about the models a recipe pins: their
+    generation, and whether they are legacy (the installation's defaults follow the lineup)."""
+    pinned = dict.fromkeys(m for m in (spec.executor_model, spec.judge) if m)
+    return [note for model in pinned if (note := generation_note(model))]
 
 
 def prices() -> dict[str, Price]:

@@ -3,8 +3,10 @@ runs and plan. Nothing here writes; the pages call these, sync and the editor wr
 
 from __future__ import annotations
 
+from django.db import DatabaseError
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
+from budgets.lineup import tokenizer_note
 from budgets.plan import resolve
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.plan_report import models_for, plan_lines
@@ -117,3 +119,18 @@ def results_folder_owner(*, kind: str, name: str, output_dir: str) -> Recipe | N
 def _folder_parts(relative: str) -> list[str]:
     """A root-relative folder as comparable parts (results may sit on a case-insensitive disk)."""
     return [part.casefold() for part in relative.replace("\\", "/").split("/") if part and part != "."]
+
+
+def tokenizer_notes(spec: RecipeSpec, *, executor: str, judge: str) -> list[str]:
+    """`auto check` of a recipe whose models (as resolved now) are of another generation than
+    the ones the version that runs now was priced on: the same work counts about 30% more
+    tokens (or fewer). Nothing when the catalogue has no good version of it or cannot be read."""
+    try:
+        recipe = Recipe.objects.select_related("good").filter(kind=spec.kind, name=spec.name).first()
+    except DatabaseError:  # a checkout whose database is not migrated yet
+        return []
+    if recipe is None or recipe.good is None:
+        return []
+    plan = recipe.good.plan or {}
+    pairs = dict.fromkeys([(plan.get("executor"), executor), (plan.get("judge"), judge)])
+    return [note for before, after in pairs if (note := tokenizer_note(before, after))]

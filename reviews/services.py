@@ -26,6 +26,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.services import audit_record
+from budgets.lineup import tokenizer_note
 from catalogue.recipe import NAME_RE
 from catalogue.repo import GitRepo, Identity, PushRejected, RepoError, open_repo, recipe_path, redact, reopen_location
 from catalogue.spec import FOLDERS
@@ -495,6 +496,8 @@ class PlanSide:
     worst_tokens: int | None
     worst_display: str
     money: Decimal | None
+    executor: str = ""  # the models it runs on (the recipe's own, else the defaults)
+    judge: str = ""
 
 
 @dataclass(frozen=True)
@@ -534,6 +537,15 @@ class PlanDelta:
         return line
 
     @property
+    def notes(self) -> list[str]:
+        """A model that changes generation across the tokenizer change: the same work now counts
+        about 30% more tokens (or fewer, going back) than the worst cases above suggest."""
+        if not (self.before.valid and self.after.valid):
+            return []
+        pairs = dict.fromkeys([(self.before.executor, self.after.executor), (self.before.judge, self.after.judge)])
+        return [note for before, after in pairs if (note := tokenizer_note(before, after))]
+
+    @property
     def direction(self) -> str:
         delta = self.money_delta if self.money_delta is not None else self.tokens_delta
         return "" if not delta else ("up" if delta > 0 else "down")
@@ -547,7 +559,17 @@ def plan_side(text: str | None, *, kind: str, name: str, path: str = "") -> Plan
         return PlanSide(True, False, tuple(parsed["errors"]), (), None, "invalid", None)
     plan = parsed["plan"]
     money = Decimal(plan["money"]) if plan["money"] is not None else None
-    return PlanSide(True, True, (), tuple(plan["summary"]), plan["worst_tokens"], plan["worst_display"], money)
+    return PlanSide(
+        True,
+        True,
+        (),
+        tuple(plan["summary"]),
+        plan["worst_tokens"],
+        plan["worst_display"],
+        money,
+        executor=plan.get("executor", ""),
+        judge=plan.get("judge", ""),
+    )
 
 
 def plan_delta(before: str | None, after: str | None, *, kind: str, name: str, new_name: str = "") -> PlanDelta:

@@ -263,5 +263,6 @@ def usage_cost(model: str, usage: Usage) -> Decimal | None:
         output=usage.output_tokens,
         cache_read=usage.cache_read_tokens,
         cache_write=usage.cache_write_tokens,
+        cache_write_1h=usage.cache_write_1h_tokens,
         table=price_table(),
     )

@@ -204,7 +204,7 @@ def rejudge_estimate(
     candidates = rejudge_candidates(target=target, n=n)
     worst = sum(judge_bound(until, c) + JUDGE_MAX_TOKENS for c in candidates)
     budget = min(worst, settings.RYSH_REJUDGE_MAX_TOKENS)
-    rate = micros_per_token(model)
+    rate = micros_per_token(model, budget)
     money = None if rate is None else (Decimal(budget) * rate / 1_000_000).quantize(COST_PLACES)
     return Estimate(
         target=target,

@@ -25,7 +25,7 @@ from budgets.plan import Grant as PlanGrant
 from budgets.plan import grant_refusal
 from budgets.units import format_duration, format_tokens
 from catalogue.models import Recipe, RecipeVersion
-from catalogue.plan_report import models_for, plan_lines
+from catalogue.plan_report import model_notes, models_for, plan_lines
 from catalogue.recipe import RecipeError, resolve_output_dir
 from catalogue.selectors import results_folder_owner
 from catalogue.spec import Kind
@@ -269,6 +269,7 @@ def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, use
     lines += [f"  note: {n}" for n in source.notes]
     lines += ["", "prompt:", *("  " + line for line in first_message(spec, args, output_dir).splitlines()), ""]
     lines += plan_lines(spec, plan, executor=executor, judge=judge)
+    lines += [f"model: {line}" for line in model_notes(spec)]
     # the person who would start it: their own quota counts too (the CLI has no user)
     user_id = user.pk if getattr(user, "is_authenticated", False) else None
     worst = WorstCase.of(plan, executor=executor, judge=judge)

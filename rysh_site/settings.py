@@ -222,8 +222,8 @@ DEMO_RECIPES_REPO = str(DATA_DIR / "demo-recipes")  # `make run` seeds it (manag
 RYSH_RECIPES_REPO = envstr("RYSH_RECIPES_REPO", DEMO_RECIPES_REPO)
 RYSH_RECIPES_BRANCH = envstr("RYSH_RECIPES_BRANCH", "main")
 RYSH_RESULTS_DIR = Path(envstr("RYSH_RESULTS_DIR", str(DATA_DIR / "results"))).resolve()
-RYSH_EXECUTOR_MODEL = envstr("RYSH_EXECUTOR_MODEL", "claude-sonnet-4-6")
-RYSH_JUDGE_MODEL = envstr("RYSH_JUDGE_MODEL", "claude-haiku-4-5")
+RYSH_EXECUTOR_MODEL = envstr("RYSH_EXECUTOR_MODEL", "claude-sonnet-5-5")  # the newest Sonnet
+RYSH_JUDGE_MODEL = envstr("RYSH_JUDGE_MODEL", "claude-haiku-5-5")  # the newest Haiku
 RYSH_PROVIDER = envstr("RYSH_PROVIDER", "auto")  # auto | anthropic | scripted
 RYSH_WORKER_LOST_SECONDS = envint("RYSH_WORKER_LOST_SECONDS", 60, minimum=10)
 RYSH_WORKER_LOST_RETRIES = envint("RYSH_WORKER_LOST_RETRIES", 2, minimum=0)

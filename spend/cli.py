@@ -26,8 +26,8 @@ QUOTA_USAGE = (
     "auto quota rm SCOPE [WHO] --window W"
 )
 PRICE_USAGE = (
-    "auto price set MODEL --input USD --output USD --cache-read USD --cache-write USD "
-    "(per million tokens) | auto price list | auto price rm MODEL"
+    "auto price set MODEL --input USD --output USD --cache-read USD --cache-write USD [--cache-write-1h USD] "
+    "(per million tokens; the 1-hour write defaults to 2 × input) | auto price list | auto price rm MODEL"
 )
 
 
@@ -171,11 +171,13 @@ def price_cli(action: str, words: list[str], options: dict) -> list[str]:
                     raise CommandError(
                         f"auto price set {words[0]} needs {flag} (USD per million tokens); {PRICE_USAGE}"
                     )
+            rates["cache_write_1h"] = _dollars("--cache-write-1h", options.get("price_cache_write_1h"))
             row = price_set(model=words[0], **rates)
             p = row.price
             return [
                 f"price of {row.model}: input {format_rate(p.input)}, output {format_rate(p.output)}, "
-                f"cache read {format_rate(p.cache_read)}, cache write {format_rate(p.cache_write)} per million tokens"
+                f"cache read {format_rate(p.cache_read)}, cache write {format_rate(p.cache_write)} "
+                f"(1 hour {format_rate(p.write_1h)}) per million tokens"
             ]
         if action == "rm" and len(words) == 1:
             return [price_remove(model=words[0])]
@@ -188,11 +190,11 @@ def price_table_lines() -> list[str]:
     """The table in force (USD per million tokens) with where each row comes from, then the
     models the pinned SDK names that no row prices."""
     known = price_rows()
-    rows = [("model", "input", "output", "cache read", "cache write", "source")]
+    rows = [("model", "input", "output", "cache read", "cache write", "1h write", "source")]
     for row in known:
         p = row.price
         source = row.source + (" (over the built-in row)" if row.overrides else "")
-        rates = (format_rate(p.input), format_rate(p.output), format_rate(p.cache_read), format_rate(p.cache_write))
+        rates = tuple(format_rate(r) for r in (p.input, p.output, p.cache_read, p.cache_write, p.write_1h))
         rows.append((row.model, *rates, source))
     lines = table(rows)
     sdk = sdk_price_rows(known)

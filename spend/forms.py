@@ -128,3 +128,11 @@ class PriceForm(forms.Form):
     output = _rate("output")
     cache_read = _rate("cache read")
     cache_write = _rate("cache write")
+    cache_write_1h = forms.DecimalField(
+        label="1-hour cache write",
+        required=False,
+        min_value=Decimal(0),
+        max_digits=10,
+        decimal_places=4,
+        help_text="USD per million tokens; blank: 2 × input (Anthropic's rule)",
+    )

@@ -143,7 +143,9 @@ class ModelPrice(models.Model):
     input = models.DecimalField(max_digits=10, decimal_places=4)
     output = models.DecimalField(max_digits=10, decimal_places=4)
     cache_read = models.DecimalField(max_digits=10, decimal_places=4)
-    cache_write = models.DecimalField(max_digits=10, decimal_places=4)
+    cache_write = models.DecimalField(max_digits=10, decimal_places=4)  # 5-minute writes
+    # 1-hour writes; blank: Anthropic's rule, 2 × input (budgets.prices.Price.write_1h)
+    cache_write_1h = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -157,4 +159,4 @@ class ModelPrice(models.Model):
 
     @property
     def price(self) -> Price:
-        return Price(self.input, self.output, self.cache_read, self.cache_write)
+        return Price(self.input, self.output, self.cache_read, self.cache_write, self.cache_write_1h)

@@ -52,10 +52,15 @@ def price_source(model: str | None) -> str:
     return "set by an admin" if ModelPrice.objects.filter(model=key).exists() else "the built-in table"
 
 
-def micros_per_token(model: str | None) -> Decimal | None:
+def micros_per_token(model: str | None, tokens: int | None = None) -> Decimal | None:
     """The dearest a counted token (or a cache read riding with it) can cost on `model`, in
-    micro-dollars (numerically its USD-per-million rate); None when the model has no price."""
+    micro-dollars (numerically its USD-per-million rate); None when the model has no price.
+    `tokens`: the call's bound, so a tiered model is priced at the tier that bound can reach
+    (None: its dearest tier)."""
     if model in FREE_MODELS:
         return Decimal(0)
     price = price_of(model)
-    return None if price is None else max(price.counted_max, price.cache_read)
+    if price is None:
+        return None
+    tier = price.for_bound(tokens)
+    return max(tier.counted_max, tier.cache_read)

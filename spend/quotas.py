@@ -27,7 +27,7 @@ from django.utils import timezone
 from budgets.quota import reservation_micros, to_micros, window_start
 from runs.models import LedgerEntry
 from spend.models import Quota, QuotaHold, Scope
-from spend.prices import micros_per_token
+from spend.prices import micros_per_token, price_of
 from spend.signals import quota_released
 
 
@@ -71,13 +71,23 @@ class Room:
 
 
 def room_for(*, target: str, user_id: int | None, model: str, now=None) -> Room:
-    rate = micros_per_token(model)
     quotas = [current(q, now) for q in quotas_for(target=target, user_id=user_id)]
-    rooms = [(room, q) for q in quotas if (room := q.standing.room(rate)) is not None]
+    rooms = [(room, q) for q in quotas if (room := _room(q, model)) is not None]
     if not rooms:
         return Room(quotas, None, None)
     tokens, tightest = min(rooms, key=lambda pair: pair[0])
     return Room(quotas, tokens, tightest)
+
+
+def _room(quota: Quota, model: str) -> int | None:
+    """The most one call on `model` may reserve here: at its dearest rate, or — a tiered model
+    (Haiku 5.5) — at its cheaper tier's for a bound that stays within that tier."""
+    room = quota.standing.room(micros_per_token(model))
+    tier = price_of(model) if quota.micros is not None else None
+    if room is None or tier is None or tier.tier_tokens is None:
+        return room
+    cheaper = quota.standing.room(micros_per_token(model, tier.tier_tokens))
+    return max(room, min(cheaper, tier.tier_tokens))
 
 
 def current(quota: Quota, now=None) -> Quota:
@@ -116,7 +126,8 @@ def spent_since(quota: Quota, start) -> tuple[int, int]:
     for row in entries.values("model", "estimated").annotate(tokens=Sum("counted_tokens"), cost=Sum("cost")):
         tokens += row["tokens"] or 0
         if row["estimated"]:
-            micros += reservation_micros(row["tokens"] or 0, micros_per_token(row["model"])) or 0
+            tokens_ = row["tokens"] or 0  # their sum bounds each call: its tier is never too cheap
+            micros += reservation_micros(tokens_, micros_per_token(row["model"], tokens_)) or 0
         else:
             micros += to_micros(row["cost"]) or 0
     return tokens, micros
@@ -140,7 +151,7 @@ def take(step, quotas: list[Quota], *, model: str, tokens: int, now=None) -> Non
     step.held_quotas = []  # what settle() needs to know without asking the database
     if not quotas:
         return
-    micros = reservation_micros(tokens, micros_per_token(model))
+    micros = reservation_micros(tokens, micros_per_token(model, tokens))
     for quota in quotas:
         quota = current(quota, now)
         if quota.micros is not None and micros is None:
@@ -171,7 +182,7 @@ def take_direct(quotas: list[Quota], *, model: str, tokens: int, now=None) -> li
     counted at once as used; settle_direct() corrects it to the real usage. QuotaRefused when
     one has no room (the ones already taken are given back)."""
     taken: list[DirectHold] = []
-    micros = reservation_micros(tokens, micros_per_token(model))
+    micros = reservation_micros(tokens, micros_per_token(model, tokens))
     try:
         for quota in quotas:
             quota = current(quota, now)

@@ -333,11 +333,12 @@ class PriceRow:
 
     @property
     def rates(self) -> list[str]:
-        """input, output, cache read, cache write as the price list writes them: 3.00, 0.30, 1.2345."""
+        """input, output, cache read, 5-minute and 1-hour cache write as the price list writes them:
+        3.00, 0.30, 1.2345 (a tiered model: its first tier's)."""
         if self.price is None:
             return []
         p = self.price
-        return [usd(rate) for rate in (p.input, p.output, p.cache_read, p.cache_write)]
+        return [usd(rate) for rate in (p.input, p.output, p.cache_read, p.cache_write, p.write_1h)]
 
 
 def usd(rate: Decimal) -> str:

@@ -79,9 +79,17 @@ def quota_remove(*, quota: Quota, actor=None) -> str:
 
 
 def price_set(
-    *, model: str, input: Decimal, output: Decimal, cache_read: Decimal, cache_write: Decimal, actor=None
+    *,
+    model: str,
+    input: Decimal,
+    output: Decimal,
+    cache_read: Decimal,
+    cache_write: Decimal,
+    cache_write_1h: Decimal | None = None,
+    actor=None,
 ) -> ModelPrice:
-    """An admin's price for `model` (a model id or a family prefix), USD per million tokens."""
+    """An admin's price for `model` (a model id or a family prefix), USD per million tokens;
+    `cache_write` is the 5-minute write, `cache_write_1h` the 1-hour one (None: 2 × input)."""
     model = model.strip()
     if not model or any(c.isspace() for c in model):
         raise QuotaError(f"model {model!r}: expected a model id such as claude-sonnet-5 (no spaces)")
@@ -89,6 +97,9 @@ def price_set(
     for name, rate in rates.items():
         if rate is None or rate < 0:
             raise QuotaError(f"{name.replace('_', ' ')} price: expected 0 or more USD per million tokens")
+    if cache_write_1h is not None and cache_write_1h < 0:
+        raise QuotaError("1-hour cache write price: expected 0 or more USD per million tokens (or none: 2 × input)")
+    rates["cache_write_1h"] = cache_write_1h
     with transaction.atomic():
         row, _ = ModelPrice.objects.update_or_create(
             model=model, defaults={**rates, "updated_by": actor if _person(actor) else None}
@@ -97,7 +108,7 @@ def price_set(
             actor=actor,
             action="price.set",
             target=("price", row.pk, model),
-            detail={k: str(v) for k, v in rates.items()},
+            detail={k: str(v) for k, v in rates.items() if v is not None},
         )
     transaction.on_commit(forget_prices)
     transaction.on_commit(quota_wake)  # a run paused for want of a price may go on now
@@ -131,7 +142,7 @@ def quota_wake(*, now=None) -> list[str]:
     for run in waiting:
         tokens, model = needs.get(run.pk, (0, ""))
         model = model or run.executor_model
-        micros = reservation_micros(tokens, micros_per_token(model))
+        micros = reservation_micros(tokens, micros_per_token(model, tokens))
         applying = [q for q in standing.values() if applies(q, target=run.target, user_id=run.charged_to_id)]
         if not all(_fits_after(q, promised.get(q.pk, (0, 0)), tokens, micros) for q in applying):
             continue

@@ -238,7 +238,7 @@ def _price_initial(model: str) -> dict:
     if price is None:
         return {"model": model}
     rates = {"input": price.input, "output": price.output, "cache_read": price.cache_read}
-    return {"model": model, **rates, "cache_write": price.cache_write}
+    return {"model": model, **rates, "cache_write": price.cache_write, "cache_write_1h": price.write_1h}
 
 
 def _price_save(request: HttpRequest, form: PriceForm) -> bool:

@@ -41,7 +41,7 @@ def test_it_reads_every_recipe_at_the_head_with_its_commit(work):
     assert version.text == recipe_text()
     assert version.valid and version.errors == []
     assert version.spec["description"] == "A task"
-    assert version.plan["worst_display"] == "1s" and version.plan["worst_money"] == "$60.00"
+    assert version.plan["worst_display"] == "1s" and version.plan["worst_money"] == "$40.00"
     assert Recipe.objects.get(kind="web", name="scout").latest.spec["kind"] == "web"
 
 

@@ -21,7 +21,7 @@ def test_it_diffs_the_newest_version_against_the_one_before(reader, work):
     work.commit("Bigger", tasks__report=recipe_text(size="5b", total="25b"))
     recipes_sync()
     page = reader.get("/recipes/task/report/diff/").content.decode()
-    assert "worst case 1s → 25b, +$15.00" in page
+    assert "worst case 1s → 25b, +$10.00" in page
     assert '<tr class="diff-del"><td class="ln">6</td><td class="ln"></td><td><code>-      size: 4b</code>' in page
     assert '<tr class="diff-add"><td class="ln"></td><td class="ln">6</td><td><code>+      size: 5b</code>' in page
     assert "perPass: tokens=800000" in page and "perPass: tokens=1000000" in page
@@ -35,7 +35,7 @@ def test_it_diffs_any_two_versions(reader, work):
     first, _, third = ids("report")
     page = reader.get(f"/recipes/task/report/diff/?a={third}&b={first}").content.decode()
     assert "worst case 2000000 → 1s" not in page
-    assert "worst case 10b → 1s, +$30.00" in page
+    assert "worst case 10b → 1s, +$20.00" in page
     assert "+description: A task" in page and "-description: three" in page
 
 
@@ -43,7 +43,7 @@ def test_the_first_version_diffs_against_nothing(reader, work):
     recipes_sync()
     page = reader.get(f"/recipes/task/report/diff/?b={ids('report')[0]}").content.decode()
     assert "the recipe did not exist" in page
-    assert "worst case — → 1s, +$60.00" in page
+    assert "worst case — → 1s, +$40.00" in page
 
 
 def test_it_shows_a_broken_version_in_the_plan_diff(reader, work):

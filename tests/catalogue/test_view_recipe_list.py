@@ -35,7 +35,7 @@ def test_it_sends_anonymous_users_to_the_login_page(client):
 def test_it_lists_the_demo_recipes_with_their_worst_case(admin_client, demo):
     page = admin_client.get("/recipes/").content.decode()
     assert "halilagin-medium" in page and "reading-list" in page and "scout" in page
-    assert 'title="4000000 tokens">1s</span> · $60.00' in page
+    assert 'title="4000000 tokens">1s</span> · $40.00' in page
     assert 'href="/recipes/web/scout/"' in page
     assert "never run" in page
 

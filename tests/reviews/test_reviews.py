@@ -307,9 +307,22 @@ def test_the_plan_delta_says_what_tonight_costs():
     delta = plan_delta(
         recipe_text(size="4b", total="20b"), recipe_text(size="5b", total="25b"), kind="task", name="report"
     )
-    assert delta.worst_line == "worst case 1s → 25b, +$15.00"
+    assert delta.worst_line == "worst case 1s → 25b, +$10.00"  # on the default claude-sonnet-5-5
     assert delta.before.summary[2] == "outer:   tokensTotal=4000000  duration=0s"
     assert [changed for _, _, changed in delta.summary_rows] == [False, True, True]
-    assert plan_delta(None, recipe_text(), kind="task", name="x").worst_line == ("worst case — → 1s, +$60.00")
-    assert plan_delta(recipe_text(), None, kind="task", name="x").worst_line == ("worst case 1s → —, −$60.00")
+    assert plan_delta(None, recipe_text(), kind="task", name="x").worst_line == ("worst case — → 1s, +$40.00")
+    assert plan_delta(recipe_text(), None, kind="task", name="x").worst_line == ("worst case 1s → —, −$40.00")
     assert plan_delta(recipe_text(), BROKEN, kind="task", name="x").worst_line == ("worst case 1s → invalid")
+
+
+def test_a_model_that_changes_generation_says_the_same_work_counts_about_30_percent_more():
+    old = recipe_text().replace("---\ndescription", "---\nmodel: claude-sonnet-4-6\ndescription", 1)
+    delta = plan_delta(old, recipe_text(), kind="task", name="report")  # to the default, claude-sonnet-5-5
+    assert delta.notes == [
+        "the model changes generation, claude-sonnet-4-6 (4.x) to claude-sonnet-5-5 (5.x): its tokenizer counts "
+        "about 30% more tokens for the same text, so the same work now counts about 30% more tokens against the "
+        "same budget"
+    ]
+    assert "fewer" in plan_delta(recipe_text(), old, kind="task", name="report").notes[0]
+    assert plan_delta(recipe_text(), recipe_text(size="5b"), kind="task", name="report").notes == []
+    assert plan_delta(old, BROKEN, kind="task", name="report").notes == []

@@ -61,7 +61,7 @@ def test_the_live_check_previews_the_plan_and_the_cost_delta(editor):
     ).content.decode()
     assert "<strong>valid</strong>" in part
     assert "perPass: tokens=1000000" in part
-    assert "worst case 1s → 25b, +$15.00" in part
+    assert "worst case 1s → 25b, +$10.00" in part
 
 
 def test_saving_opens_a_change_request_and_leaves_the_branch_alone(editor, work):

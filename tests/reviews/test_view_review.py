@@ -38,7 +38,7 @@ def test_the_whole_loop_edit_review_approve_history(grace, linus, work):
     version is in the history."""
     change = propose(grace)
     page = grace.get(f"/changes/{change.pk}/").content.decode()
-    assert "worst case 1s → 25b, +$15.00" in page
+    assert "worst case 1s → 25b, +$10.00" in page
     assert '<tr class="diff-add">' in page and "+      size: 5b" in page
     assert "You cannot approve your own change" in page
     assert "Approve and merge" not in page
@@ -86,7 +86,7 @@ def test_request_changes_and_revise(grace, linus):
         f"/changes/{change.pk}/edit/", {"text": recipe_text("small", size="3b", total="15b"), "message": "Smaller"}
     )
     page = linus.get(f"/changes/{change.pk}/").content.decode()
-    assert "worst case 1s → 15b, −$15.00" in page and "revised the change" in page
+    assert "worst case 1s → 15b, −$10.00" in page and "revised the change" in page
 
 
 def test_a_conflict_says_so_and_the_author_resolves_it(grace, linus, work):
@@ -151,4 +151,15 @@ def test_a_scheduled_recipes_cost_delta_shows_its_runs_per_window_against_the_qu
         "scheduled 48 times a day × worst case 25b = 60s tokens a day; today&#x27;s installation quota is 25b tokens"
         " — runs will pause"
     ) in page
-    assert "× worst case $75.00 = $" in page and "quota of recipe task/report is $10,000.00 — " in page
+    assert "× worst case $50.00 = $" in page and "quota of recipe task/report is $10,000.00 — " in page
+
+
+def test_a_change_to_a_model_of_the_other_generation_says_the_count_changes(grace):
+    text = recipe_text().replace("---\ndescription", "---\nmodel: claude-opus-4-6\ndescription", 1)
+    change = propose(grace, text=text, message="Pin an older Opus")
+    page = grace.get(f"/changes/{change.pk}/").content.decode()
+    assert (
+        "the model changes generation, claude-sonnet-5-5 (5.x) to claude-opus-4-6 (4.x): the older tokenizer counts "
+        "fewer tokens"
+    ) in page
+    assert "tokenizer-note" not in grace.get(f"/changes/{propose(grace).pk}/").content.decode()

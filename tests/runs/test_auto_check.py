@@ -55,7 +55,7 @@ def test_it_shows_the_split_floors_worst_case_and_warnings():
     assert "  task     135 steps  13m30s  720000 tokens (3.6b)" in out
     assert ("  wrap-up  15 steps  1m30s  80000 tokens (80p)  -> floored to 100 steps  5m0s  200000 tokens (1b)") in out
     assert "  pass worst case  235 steps  18m30s  920000 tokens (4.6b)" in out
-    assert "worst case: 4000000 tokens (1s) over 5 passes, at most $60.00 on claude-sonnet-4-6" in out
+    assert "worst case: 4000000 tokens (1s) over 5 passes, at most $40.00 on claude-sonnet-5-5" in out
     assert "duration DISABLED: loop.while.max_duration 15m does not exceed one pass (15m)" in out
     assert out.rstrip().endswith("ok: web/halilagin-medium is valid")
 
@@ -167,8 +167,8 @@ def test_it_shows_the_worst_case_against_the_installation_and_recipe_quotas():
     out = check("web", "check", "halilagin-medium", "./drafts/loop.md")
     quota = [line for line in out.splitlines() if line.startswith("quota: ")]
     assert quota == [
-        "quota: worst case 1s tokens ($60.00); today's installation quota has 2b tokens left — the run may pause",
-        "quota: worst case 1s tokens ($60.00); this month's quota of recipe web/halilagin-medium has 5s tokens "
+        "quota: worst case 1s tokens ($40.00); today's installation quota has 2b tokens left — the run may pause",
+        "quota: worst case 1s tokens ($40.00); this month's quota of recipe web/halilagin-medium has 5s tokens "
         "and $500.00 left — fits",
     ]  # the CLI has no user: no user quota
     assert out.index("worst case: 4000000 tokens") < out.index("quota: ") < out.index("warnings:")
@@ -176,15 +176,28 @@ def test_it_shows_the_worst_case_against_the_installation_and_recipe_quotas():
 
 def test_it_warns_when_the_recipes_model_has_no_price(tmp_path, django_capture_on_commit_callbacks):
     recipe = tmp_path / "new-model.md"
-    recipe.write_text("---\nmodel: claude-opus-4-7\n---\nDo the thing.\n")
+    recipe.write_text("---\nmodel: claude-fable-5-2\n---\nDo the thing.\n")
     out = check("task", "check", str(recipe))
-    assert "at most n/a on claude-opus-4-7" in out
+    assert "at most n/a on claude-fable-5-2" in out
     assert (
-        "  - model claude-opus-4-7 has no price: money shows as n/a and a dollar quota pauses its runs; "
+        "  - model claude-fable-5-2 has no price: money shows as n/a and a dollar quota pauses its runs; "
         "set one with `auto price set` or on the Prices page"
     ) in out
     with django_capture_on_commit_callbacks(execute=True):
-        check("price", "set", "claude-opus-4-7", *"--input 5 --output 25 --cache-read 0.5 --cache-write 6.25".split())
+        check("price", "set", "claude-fable-5-2", *"--input 5 --output 25 --cache-read 0.5 --cache-write 6.25".split())
     out = check("task", "check", str(recipe))
-    assert "has no price" not in out and "at most $15.00 on claude-opus-4-7" in out  # priced by the admin's row
+    assert "has no price" not in out and "at most $15.00 on claude-fable-5-2" in out  # priced by the admin's row
     assert "billed on top at $0.50/M tokens" in out
+
+
+def test_it_says_which_generation_a_pinned_model_is_and_whether_it_is_legacy(tmp_path):
+    recipe = tmp_path / "old-model.md"
+    recipe.write_text("---\nmodel: claude-sonnet-4-6\njudge_model: claude-haiku-5-5\n---\nDo the thing.\n")
+    out = check("task", "check", str(recipe))
+    assert (
+        "model: claude-sonnet-4-6 is of the legacy 4.x generation; the current Sonnet is claude-sonnet-5-5\n"
+        "model: claude-haiku-5-5 is the current Haiku (5.x generation)\n"
+    ) in out
+    unpinned = tmp_path / "defaults.md"
+    unpinned.write_text("Do the thing.\n")
+    assert "model: " not in check("task", "check", str(unpinned))  # the defaults follow the lineup

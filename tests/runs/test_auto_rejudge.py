@@ -33,7 +33,7 @@ def test_it_prints_the_estimate_runs_and_prints_the_delta(fake_anthropic, work, 
     out = auto("task", "rejudge", "report", "--until-file", str(goal), "-n", "10")
     lines = out.splitlines()
     assert lines[0].startswith(
-        "estimate: re-judge 2 pass(es) of task/report with claude-haiku-4-5 (anthropic): at most"
+        "estimate: re-judge 2 pass(es) of task/report with claude-haiku-5-5 (anthropic): at most"
     )
     assert "only 2 of the 10 asked for" in lines[0]
     assert lines[2].split() == [*f"run #{run.pk} pass 2".split(), "NO", "YES", "FLIP", "—", "three", "cited"]

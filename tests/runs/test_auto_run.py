@@ -136,9 +136,9 @@ def test_a_dry_run_shows_the_worst_case_against_each_quota(recipe):
     quota_set(scope="recipe", target="task/notes", window="month", tokens=None, dollars=Decimal(10))
     out = auto("task", "run", str(recipe), "tides", "--dry-run")
     assert (
-        "quota: worst case 216p tokens ($3.24); today's installation quota has 15p tokens left — the run may pause"
+        "quota: worst case 216p tokens ($2.16); today's installation quota has 15p tokens left — the run may pause"
     ) in out
     assert (
-        "quota: worst case 216p tokens ($3.24); this month's quota of recipe task/notes has $10.00 left — fits" in out
+        "quota: worst case 216p tokens ($2.16); this month's quota of recipe task/notes has $10.00 left — fits" in out
     )
     assert Run.objects.count() == 0

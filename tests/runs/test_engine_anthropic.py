@@ -57,7 +57,7 @@ def test_it_runs_on_claude_with_no_code_change(fake_anthropic, recipe):
         {"text": "Done: summary.md saved."},
     ]
     run = services.run_start(kind="task", name_or_path=str(recipe), args=[])
-    assert run.provider == "anthropic" and run.executor_model == "claude-sonnet-4-6"
+    assert run.provider == "anthropic" and run.executor_model == "claude-sonnet-5-5"
     worker.execute(run.pk, arm_run)
     run.refresh_from_db()
     assert (run.state, run.cause) == ("finished", "fulfilled")

@@ -115,7 +115,7 @@ def test_it_shows_the_worst_case_against_each_quota_the_person_would_count_again
     assert "this month&#x27;s quota of user otto has $100.00 left — fits" in page
     assert "user other" not in page
     part = operator.post(digest + "preview/", {"arg_0": "a", "arg_1": "b"}).content.decode()
-    assert "quota: worst case 20p tokens ($0.30); this month&#x27;s quota of user otto has $100.00 left" in part
+    assert "quota: worst case 20p tokens ($0.20); this month&#x27;s quota of user otto has $100.00 left" in part
 
 
 def test_it_says_nothing_of_quotas_when_none_applies(operator, digest):
@@ -123,9 +123,17 @@ def test_it_says_nothing_of_quotas_when_none_applies(operator, digest):
 
 
 def test_it_warns_when_the_recipes_model_has_no_price(operator, work, settings, tmp_path):
-    work.commit("New model", tasks__fresh="---\nmodel: claude-opus-4-7\n---\nWrite it.\n")
+    work.commit("New model", tasks__fresh="---\nmodel: claude-fable-5-2\n---\nWrite it.\n")
     settings.RYSH_RESULTS_DIR = tmp_path / "results"
     recipes_sync()
     page = operator.get("/recipes/task/fresh/run/").content.decode()
     assert 'id="price-warnings"' in page
-    assert "model claude-opus-4-7 has no price: money shows as n/a and a dollar quota pauses its runs" in page
+    assert "model claude-fable-5-2 has no price: money shows as n/a and a dollar quota pauses its runs" in page
+
+
+def test_the_preview_says_a_pinned_legacy_model_is_legacy(operator, work, settings, tmp_path):
+    work.commit("Old model", tasks__old="---\nmodel: claude-opus-4-6\n---\nWrite it.\n")
+    settings.RYSH_RESULTS_DIR = tmp_path / "results"
+    recipes_sync()
+    page = operator.post("/recipes/task/old/run/preview/", {}, HTTP_HX_REQUEST="true").content.decode()
+    assert "model: claude-opus-4-6 is of the legacy 4.x generation; the current Opus is claude-opus-5-5" in page

@@ -93,25 +93,26 @@ def test_it_refuses_a_bad_quota_with_a_clear_message(args, message):
 
 def test_it_sets_lists_and_removes_prices(django_capture_on_commit_callbacks):
     listed = auto("price", "list")
-    assert "claude-sonnet-4-6  $3     $15     $0.30       $3.75        the built-in table" in listed
+    assert "claude-sonnet-4-6  $3     $15     $0.30       $3.75        $6        the built-in table" in listed
     assert "no price (money shows as n/a; a dollar quota pauses their runs): " in listed
-    assert "claude-opus-4-7" in listed.split("no price")[1]
+    assert "claude-fable-5-2" in listed.split("no price")[1]
     with django_capture_on_commit_callbacks(execute=True):
         said = auto(
-            "price", "set", "claude-opus-4-7", "--input", "5", "--output", "25", "--cache-read", "0.5",
-            "--cache-write", "6.25",
+            "price", "set", "claude-fable-5-2", "--input", "5", "--output", "25", "--cache-read", "0.5",
+            "--cache-write", "6.25", "--cache-write-1h", "10",
         )  # fmt: skip
     assert said.strip() == (
-        "price of claude-opus-4-7: input $5, output $25, cache read $0.50, cache write $6.25 per million tokens"
+        "price of claude-fable-5-2: input $5, output $25, cache read $0.50, cache write $6.25 (1 hour $10) "
+        "per million tokens"
     )
-    assert price_of("claude-opus-4-7").output == Decimal(25)
+    assert price_of("claude-fable-5-2").output == Decimal(25)
     listed = auto("price", "list")
-    assert "claude-opus-4-7    $5     $25     $0.50       $6.25        set by an admin" in listed
-    assert "claude-opus-4-7" not in listed.split("no price")[1]
+    assert "claude-fable-5-2   $5     $25     $0.50       $6.25        $10       set by an admin" in listed
+    assert "claude-fable-5-2" not in listed.split("no price")[1]
     with django_capture_on_commit_callbacks(execute=True):
-        said = auto("price", "rm", "claude-opus-4-7")
-    assert said.strip() == "price of claude-opus-4-7 removed; the built-in table applies"
-    assert not ModelPrice.objects.exists() and price_of("claude-opus-4-7") is None
+        said = auto("price", "rm", "claude-fable-5-2")
+    assert said.strip() == "price of claude-fable-5-2 removed; the built-in table applies"
+    assert not ModelPrice.objects.exists() and price_of("claude-fable-5-2") is None
 
 
 def test_an_admin_price_over_a_built_in_row_says_so(django_capture_on_commit_callbacks):

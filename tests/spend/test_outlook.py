@@ -32,7 +32,7 @@ pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 4, 15, 12, 30, tzinfo=UTC)  # April: a 30-day month
 TARGET = "task/digest"
 SONNET = WorstCase(tokens=920 * PAGE, money=Decimal("13.80"), models=("claude-sonnet-4-6",))
-UNPRICED = WorstCase(tokens=920 * PAGE, money=None, models=("claude-opus-4-7",))
+UNPRICED = WorstCase(tokens=920 * PAGE, money=None, models=("claude-fable-5-2",))
 SCHEDULED = """---
 schedule: "{when}"
 loop:
@@ -84,7 +84,7 @@ def test_it_says_a_full_quota_pauses_the_run():
 def test_a_dollar_quota_with_a_model_that_has_no_price_pauses_for_want_of_one():
     quota_set(scope="installation", window="day", tokens=None, dollars=Decimal("100"))
     assert quota_lines(target=TARGET, user_id=None, worst=UNPRICED, now=NOW) == [
-        "worst case 4.6b tokens (n/a); today's installation quota is in dollars and claude-opus-4-7 has no price "
+        "worst case 4.6b tokens (n/a); today's installation quota is in dollars and claude-fable-5-2 has no price "
         "— the run will pause for want of a price"
     ]
 
@@ -99,28 +99,28 @@ def test_a_user_quota_counts_only_for_its_user():
 
 
 def test_it_warns_about_a_model_with_no_price_until_an_admin_sets_one(django_capture_on_commit_callbacks):
-    assert price_warnings(["claude-opus-4-7", "claude-sonnet-4-6", "claude-opus-4-7", "scripted-demo"]) == [
-        "model claude-opus-4-7 has no price: money shows as n/a and a dollar quota pauses its runs; "
+    assert price_warnings(["claude-fable-5-2", "claude-sonnet-4-6", "claude-fable-5-2", "scripted-demo"]) == [
+        "model claude-fable-5-2 has no price: money shows as n/a and a dollar quota pauses its runs; "
         "set one with `auto price set` or on the Prices page"
     ]
     with django_capture_on_commit_callbacks(execute=True):
         price_set(
-            model="claude-opus-4-7",
+            model="claude-fable-5-2",
             input=Decimal(5),
             output=Decimal(25),
             cache_read=Decimal("0.5"),
             cache_write=Decimal("6.25"),
         )
-    assert price_warnings(["claude-opus-4-7"]) == []
+    assert price_warnings(["claude-fable-5-2"]) == []
 
 
 def test_the_worst_case_is_priced_with_the_admins_prices(django_capture_on_commit_callbacks):
     spec = parse_recipe(SCHEDULED.format(when="@daily"), path="digest.md", kind="task")
     plan = resolve(spec.do, spec.loop_while)
-    assert worst_case_money(plan, executor="claude-opus-4-7", judge="claude-haiku-4-5") is None
+    assert worst_case_money(plan, executor="claude-fable-5-2", judge="claude-haiku-4-5") is None
     with django_capture_on_commit_callbacks(execute=True):
-        price_set(model="claude-opus-4-7", input=Decimal(5), output=Decimal(25), cache_read=1, cache_write=Decimal(10))
-    assert worst_case_money(plan, executor="claude-opus-4-7", judge="claude-haiku-4-5") == Decimal(
+        price_set(model="claude-fable-5-2", input=Decimal(5), output=Decimal(25), cache_read=1, cache_write=Decimal(10))
+    assert worst_case_money(plan, executor="claude-fable-5-2", judge="claude-haiku-4-5") == Decimal(
         5
     )  # at the dearest counted rate, output
     assert WorstCase.of(plan, executor="scripted-demo", judge="scripted-demo").money == 0  # offline: free
@@ -167,7 +167,7 @@ def test_a_scheduled_recipe_with_no_price_against_a_dollar_quota_says_runs_will_
     quota_set(scope="installation", window="day", tokens=None, dollars=Decimal("20"))
     [line] = schedule_lines(target=TARGET, when="@daily", worst=UNPRICED, now=NOW)
     assert line == (
-        "scheduled 1 time a day; today's installation quota is in dollars and claude-opus-4-7 has no price "
+        "scheduled 1 time a day; today's installation quota is in dollars and claude-fable-5-2 has no price "
         "— runs will pause for want of a price"
     )
 
@@ -188,8 +188,8 @@ def test_a_change_requests_recipe_shows_its_schedule_against_the_quotas():
 
 def test_the_run_forms_outlook_reads_the_recipe_as_written():
     quota_set(scope="installation", window="day", tokens=BOOK // 2, dollars=None)
-    text = "---\nmodel: claude-opus-4-7\n---\nWrite the digest.\n"
+    text = "---\nmodel: claude-fable-5-2\n---\nWrite the digest.\n"
     lines, warnings = recipe_outlook(text=text, path="digest.md", kind="task", user_id=None)
     assert len(lines) == 1 and "today's installation quota has 100p tokens left — the run may pause" in lines[0]
     assert lines[0].startswith("worst case ") and "(n/a)" in lines[0]
-    assert [w.split(":")[0] for w in warnings] == ["model claude-opus-4-7 has no price"]
+    assert [w.split(":")[0] for w in warnings] == ["model claude-fable-5-2 has no price"]

@@ -119,14 +119,14 @@ def test_a_dollar_quota_counts_money_and_pauses_a_model_with_no_price(start, dja
     assert run.state_label == "paused(quota: installation)"
     assert quota.used_micros <= 200_000 and quota.used_micros == pytest.approx(float(run.cost) * 1_000_000, abs=2)
     unpriced = start(TASK, name="unpriced")
-    Run.objects.filter(pk=unpriced.pk).update(executor_model="claude-opus-4-7", judge_model="claude-opus-4-7")
+    Run.objects.filter(pk=unpriced.pk).update(executor_model="claude-fable-5-2", judge_model="claude-fable-5-2")
     unpriced = drive(unpriced, greedy())
     assert unpriced.state_label == "paused(quota: installation)" and unpriced.tokens_counted == 0
     message = RunEvent.objects.filter(run=unpriced, kind="paused").last().message
     assert "today's installation quota is in dollars and this call's model has no price" in message
     with django_capture_on_commit_callbacks(execute=True):
         price_set(
-            model="claude-opus-4-7",
+            model="claude-fable-5-2",
             input=Decimal("5"),
             output=Decimal("25"),
             cache_read=Decimal("0.5"),

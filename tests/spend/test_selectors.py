@@ -76,7 +76,7 @@ def spent():
     notes, shop = make_run("task/notes", alice), make_run("web/shop", bob)
     entry(notes, 10_000, "0.10")
     entry(notes, 5_000, "0.05")
-    entry(notes, 7_000, None, model="claude-opus-4-7")
+    entry(notes, 7_000, None, model="claude-fable-5-2")
     entry(shop, 20_000, "1.00")
     entry(notes, 1_000, "9.00", at=timezone.now() - timedelta(days=40))
     return alice, bob
@@ -107,7 +107,7 @@ def test_it_sums_by_person_and_names_runs_no_one_started(spent):
 
 
 def test_it_leaves_cost_empty_when_no_call_was_priced():
-    entry(make_run("task/new-model"), 4_000, None, model="claude-opus-4-7")
+    entry(make_run("task/new-model"), 4_000, None, model="claude-fable-5-2")
     (row,) = selectors.spend_rows(by="recipe", **last_30_days())
     assert row["cost"] is None and row["unpriced"] == 4_000
     (total,) = selectors.totals([row])
@@ -228,7 +228,7 @@ def test_it_asks_the_same_number_of_queries_for_5_and_50_entries():
 
 def test_it_lists_built_in_and_admin_prices_and_flags_sdk_models_without_one():
     price_set(
-        model="claude-sonnet-5",
+        model="claude-mythos-5",
         input=Decimal("4"),
         output=Decimal("20"),
         cache_read=Decimal("0.4"),
@@ -243,17 +243,18 @@ def test_it_lists_built_in_and_admin_prices_and_flags_sdk_models_without_one():
     )
     rows = {row.model: row for row in selectors.price_rows()}
     assert rows["claude-opus-4-6"].source == "the built-in table" and not rows["claude-opus-4-6"].admin
-    assert rows["claude-sonnet-5"].source == "set by an admin" and not rows["claude-sonnet-5"].overrides
+    assert rows["claude-mythos-5"].source == "set by an admin" and not rows["claude-mythos-5"].overrides
     assert rows["claude-sonnet-4-5"].overrides and rows["claude-sonnet-4-5"].rates == [
         "2.50",
         "12.00",
         "0.25",
         "3.1234",
+        "5.00",  # no 1-hour write given: 2 × input
     ]
-    assert rows["claude-haiku-4-5"].rates == ["1.00", "5.00", "0.10", "1.25"]
+    assert rows["claude-haiku-4-5"].rates == ["1.00", "5.00", "0.10", "1.25", "2.00"]
     sdk = {row.model: row for row in selectors.sdk_price_rows(list(rows.values()))}
-    assert "claude-opus-4-7" in selectors.sdk_models() and sdk["claude-opus-4-7"].price is None
-    assert "claude-sonnet-5" not in sdk  # it has its own row above now
+    assert "claude-fable-5-2" in selectors.sdk_models() and sdk["claude-fable-5-2"].price is None
+    assert "claude-mythos-5" not in sdk  # it has its own row above now
     assert sdk["claude-sonnet-4-5-20250929"].priced_by == "claude-sonnet-4-5"  # a dated id, priced by its family
 
 

@@ -17,7 +17,7 @@ from tests.spend.test_selectors import fresh_prices  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
-OPUS_4_7 = {"model": "claude-opus-4-7", "input": "5", "output": "25", "cache_read": "0.5", "cache_write": "6.25"}
+FABLE_5_2 = {"model": "claude-fable-5-2", "input": "5", "output": "25", "cache_read": "0.5", "cache_write": "6.25"}
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def row(page: str, row_id: str) -> str:
 
 def test_it_needs_a_login(client):
     assert client.get("/prices/")["Location"].startswith("/login/")
-    assert client.post("/prices/", OPUS_4_7)["Location"].startswith("/login/")
+    assert client.post("/prices/", FABLE_5_2)["Location"].startswith("/login/")
 
 
 def test_a_viewer_reads_the_table_and_the_models_with_no_price_but_cannot_post():
@@ -40,30 +40,30 @@ def test_a_viewer_reads_the_table_and_the_models_with_no_price_but_cannot_post()
     page = viewer.get("/prices/").content.decode()
     assert "<td>$3.00</td><td>$15.00</td><td>$0.30</td><td>$3.75</td>" in row(page, "price-claude-sonnet-4-5")
     assert "the built-in table" in row(page, "price-claude-sonnet-4-5")
-    assert '<span class="flag-bad">no price</span>' in row(page, "sdk-claude-opus-4-7")
+    assert '<span class="flag-bad">no price</span>' in row(page, "sdk-claude-fable-5-2")
     assert "as <code>claude-sonnet-4-5</code>" in row(page, "sdk-claude-sonnet-4-5-20250929")
     assert "Save price" not in page and "Set a price" not in page
-    assert viewer.post("/prices/", OPUS_4_7).status_code == 403
+    assert viewer.post("/prices/", FABLE_5_2).status_code == 403
     assert not ModelPrice.objects.exists()
 
 
 def test_an_admin_sets_a_price_for_a_model_the_table_does_not_know(admin, django_capture_on_commit_callbacks):
-    page = admin.get("/prices/?model=claude-opus-4-7").content.decode()
-    assert 'name="model" value="claude-opus-4-7"' in page
+    page = admin.get("/prices/?model=claude-fable-5-2").content.decode()
+    assert 'name="model" value="claude-fable-5-2"' in page
     with django_capture_on_commit_callbacks(execute=True):
-        response = admin.post("/prices/", OPUS_4_7, follow=True)
+        response = admin.post("/prices/", FABLE_5_2, follow=True)
     page = response.content.decode()
-    assert "price of claude-opus-4-7 set" in page
-    assert "set by an admin" in row(page, "price-claude-opus-4-7")
-    assert "<td>$5.00</td><td>$25.00</td><td>$0.50</td><td>$6.25</td>" in row(page, "price-claude-opus-4-7")
-    assert 'id="sdk-claude-opus-4-7"' not in page
-    assert price_of("claude-opus-4-7").output == Decimal(25)
+    assert "price of claude-fable-5-2 set" in page
+    assert "set by an admin" in row(page, "price-claude-fable-5-2")
+    assert "<td>$5.00</td><td>$25.00</td><td>$0.50</td><td>$6.25</td>" in row(page, "price-claude-fable-5-2")
+    assert 'id="sdk-claude-fable-5-2"' not in page
+    assert price_of("claude-fable-5-2").output == Decimal(25)
     assert AuditEntry.objects.get(action="price.set").actor.username == "admin-user"
 
 
 def test_an_admin_overrides_a_built_in_price_and_removes_the_override(admin, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        admin.post("/prices/", {**OPUS_4_7, "model": "claude-haiku-4-5", "input": "0.9"})
+        admin.post("/prices/", {**FABLE_5_2, "model": "claude-haiku-4-5", "input": "0.9"})
     price = ModelPrice.objects.get()
     page = admin.get("/prices/").content.decode()
     assert "(over the built-in table)" in row(page, "price-claude-haiku-4-5")
@@ -80,9 +80,9 @@ def test_an_admin_overrides_a_built_in_price_and_removes_the_override(admin, dja
 @pytest.mark.parametrize(
     "data, field, message",
     [
-        ({**OPUS_4_7, "output": "-1"}, "output", "Ensure this value is greater than or equal to 0."),
-        ({**OPUS_4_7, "cache_read": "cheap"}, "cache_read", "Enter a number."),
-        ({**OPUS_4_7, "model": "claude opus"}, "model", "expected a model id such as claude-sonnet-5 (no spaces)"),
+        ({**FABLE_5_2, "output": "-1"}, "output", "Ensure this value is greater than or equal to 0."),
+        ({**FABLE_5_2, "cache_read": "cheap"}, "cache_read", "Enter a number."),
+        ({**FABLE_5_2, "model": "claude opus"}, "model", "expected a model id such as claude-sonnet-5 (no spaces)"),
     ],
 )
 def test_it_shows_each_error_beside_its_field(admin, data, field, message):
@@ -96,7 +96,7 @@ def test_it_shows_each_error_beside_its_field(admin, data, field, message):
 
 def test_only_admins_remove_a_price():
     price = price_set(
-        model="claude-sonnet-5", input=Decimal(3), output=Decimal(15), cache_read=Decimal(0), cache_write=Decimal(4)
+        model="claude-mythos-5", input=Decimal(3), output=Decimal(15), cache_read=Decimal(0), cache_write=Decimal(4)
     )
     operator = client_for(user_with("operator"))
     assert operator.get(f"/prices/{price.pk}/remove/").status_code == 403
@@ -106,7 +106,7 @@ def test_only_admins_remove_a_price():
 
 def test_it_needs_the_csrf_token():
     strict = client_for(User.objects.create_superuser("root", password="x"), csrf=True)
-    assert strict.post("/prices/", OPUS_4_7).status_code == 403
+    assert strict.post("/prices/", FABLE_5_2).status_code == 403
     assert not ModelPrice.objects.exists()
 
 
@@ -114,3 +114,18 @@ def test_it_escapes_a_model_name(admin):
     ModelPrice.objects.create(model="<b>x</b>", input=1, output=1, cache_read=1, cache_write=1)
     page = admin.get("/prices/").content.decode()
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
+
+
+def test_an_admin_may_set_the_one_hour_cache_write_apart_or_leave_it_at_twice_input(
+    admin, django_capture_on_commit_callbacks
+):
+    page = admin.get("/prices/?model=claude-sonnet-5-5").content.decode()
+    assert 'name="cache_write_1h" value="4' in page  # the form starts from the price in force
+    with django_capture_on_commit_callbacks(execute=True):
+        page = admin.post("/prices/", {**FABLE_5_2, "cache_write_1h": "9.5"}, follow=True).content.decode()
+    assert "<td>$6.25</td><td>$9.50</td>" in row(page, "price-claude-fable-5-2")
+    assert price_of("claude-fable-5-2").write_1h == Decimal("9.5")
+    with django_capture_on_commit_callbacks(execute=True):
+        page = admin.post("/prices/", FABLE_5_2, follow=True).content.decode()
+    assert "<td>$6.25</td><td>$10.00</td>" in row(page, "price-claude-fable-5-2")  # blank: 2 × input
+    assert ModelPrice.objects.get().cache_write_1h is None

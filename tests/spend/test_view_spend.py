@@ -63,7 +63,7 @@ def test_it_shows_spend_by_person_per_month(viewer, spent):
 
 
 def test_it_shows_n_a_for_spend_no_call_of_which_was_priced(viewer):
-    entry(make_run("task/new-model"), 4_000, None, model="claude-opus-4-7")
+    entry(make_run("task/new-model"), 4_000, None, model="claude-fable-5-2")
     page = viewer.get("/spend/").content.decode()
     assert '<td title="4000 tokens">4p</td>\n    <td>n/a</td>' in page
     assert "4p of these tokens ran on models with no price" in page

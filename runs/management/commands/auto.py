@@ -24,8 +24,9 @@ from budgets.plan import Grant as PlanGrant
 from budgets.plan import resolve
 from budgets.units import format_tokens, parse_duration, parse_tokens
 from catalogue.checks import extra_issues
-from catalogue.plan_report import models_for, plan_lines
+from catalogue.plan_report import model_notes, models_for, plan_lines
 from catalogue.recipe import RecipeError, RecipeIssue, load_recipe, parse_recipe, unfilled_placeholders
+from catalogue.selectors import tokenizer_notes
 from catalogue.spec import Kind
 from catalogue.workdir import find_recipe
 from runs import rejudge, services
@@ -96,7 +97,7 @@ class Command(BaseCommand):
         parser.add_argument("--window", help="quota: day, month or rolling (24 h)")
         parser.add_argument("--tokens", help="quota: a limit in counted tokens (20p, 4b, 1s)")
         parser.add_argument("--dollars", help="quota: a limit in USD (50, 12.50)")
-        for name in ("input", "output", "cache_read", "cache_write"):
+        for name in ("input", "output", "cache_read", "cache_write", "cache_write_1h"):
             parser.add_argument(
                 f"--{name.replace('_', '-')}", dest=f"price_{name}", help="price set: USD per million tokens"
             )
@@ -200,6 +201,8 @@ class Command(BaseCommand):
             raise CommandError(f"{len(issues)} error(s) in {target}")
         for line in plan_lines(spec, plan, executor=executor, judge=judge):
             self.stdout.write(line)
+        for line in model_notes(spec) + tokenizer_notes(spec, executor=executor, judge=judge):
+            self.stdout.write(f"model: {line}")
         worst = WorstCase.of(plan, executor=executor, judge=judge)
         # the installation's and the recipe's quotas: the CLI has no user, so no user quota
         for line in quota_lines(target=spec.target, user_id=None, worst=worst):
