@@ -195,6 +195,10 @@ class FileTools:
             target = (given if given.is_absolute() else self.start / given).resolve()
         except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop
             raise ToolRefused(f"{text!r} cannot be resolved ({exc})") from None
+        if os.path.realpath(target) != str(target):
+            # a symlink loop stops resolution part way and leaves the rest unresolved
+            # (`loop/../etc` with etc a link out): refuse rather than trust a half-resolved path
+            raise ToolRefused(f"{text!r} cannot be resolved (a symbolic link loop)")
         if not self._within(target):
             raise ToolRefused(f"{text!r} is outside the working copy")
         if self._in_git(target):

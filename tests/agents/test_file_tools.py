@@ -623,3 +623,13 @@ def test_it_never_resolves_a_path_outside_the_copy(tools, copy, parts, absolute)
     assert target == root or root in target.parents
     assert ".git" not in target.relative_to(root).parts
     assert os.path.realpath(target) == str(target)  # no link left to follow somewhere else
+
+
+def test_it_refuses_a_path_a_symlink_loop_leaves_half_resolved(tools, copy):
+    """`loop/../etc/passwd` with `loop` a link to itself and `etc` a link out: resolution stops at
+    the loop and would leave `etc` unfollowed; reading it must not reach /etc/passwd."""
+    (copy / "loop").symlink_to(copy / "loop")
+    assert os.path.realpath(copy / "etc") == "/etc"  # the fixture's link out
+    result = tools.call("file_read", {"path": "loop/../etc/passwd"})
+    assert result.is_error and "root:" not in result.content
+    assert tools.call("grep", {"pattern": "root", "path": "loop/../etc"}).is_error

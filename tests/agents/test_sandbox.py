@@ -362,7 +362,9 @@ def test_it_kills_a_command_past_the_output_limit(copy):
 
     assert result.killed == "output limit (1 MB) passed"
     assert result.exit_status is None
-    assert 1024 * 1024 < result.stdout_bytes < 4 * 1024 * 1024
+    # killed promptly: what was still in the pipe is counted too, and a busy machine lets a few
+    # more megabytes through before the kill lands; an unbounded `yes` would print gigabytes
+    assert 1024 * 1024 < result.stdout_bytes < 32 * 1024 * 1024
     assert result.stdout.startswith("y\ny\n") and "bytes omitted" in result.stdout
 
 
