@@ -133,7 +133,10 @@ def test_it_writes_inside_the_copy_and_nowhere_else(copy, tmp_path):
 
     assert (copy / "sub" / "made.txt").read_text() == "kept\n"
     assert "wrote" not in result.stdout
-    assert result.stderr.count("Read-only file system") == 3
+    # each write refused: read-only, or (a checkout under /tmp, as a CI clone may be) a folder
+    # the sandbox's private /tmp does not even have
+    refused = result.stderr.count("Read-only file system") + result.stderr.count("No such file or directory")
+    assert refused == 3 and result.stderr.count("Read-only file system") >= 2
     for folder in (data, Path("/etc"), REPOSITORY, tmp_path):
         assert not (folder / probe).exists()
 
