@@ -13,6 +13,7 @@ from budgets.units import format_duration, format_duration_go, format_tokens
 from runs import snapshots
 from runs.judge import REPORT_NAME
 from workspaces.models import Workspace
+from workspaces.selectors import stat_lines
 
 
 def cache_hit_percent(*, input_tokens: int, cache_read: int, cache_write: int) -> float | None:
@@ -119,9 +120,7 @@ def _workspace_lines(run) -> list[str]:
     if workspace.carried_from_id:
         lines.append(f"- carried over from run #{workspace.carried_from.run_id}")
     lines += ["", "Diff stat (the whole run, against the commit it started from):", "", "```"]
-    for row in workspace.stat:
-        counts = "binary" if row["added"] is None else f"+{row['added']} -{row['removed']}"
-        lines.append(f"{row['status']} {row['path']}  {counts}")
+    lines += stat_lines(workspace.stat)
     if not workspace.stat:
         lines.append("(no change measured yet)")
     return [*lines, "```", ""]

@@ -19,6 +19,7 @@ from catalogue.spec import Kind, RecipeSpec
 from runs.arming import arm, system_prompt
 from runs.engine import Armed
 from runs.models import Control, Run, Step
+from workspaces.selectors import stat_lines
 from workspaces.services import workspace_open, workspace_pass_ended
 
 
@@ -146,10 +147,7 @@ def stat_text(stat: list[dict]) -> str:
     """`git diff --stat` in short: one line a file, then the totals."""
     if not stat:
         return ""
-    lines = []
-    for row in stat:
-        counts = "binary" if row["added"] is None else f"+{row['added']} -{row['removed']}"
-        lines.append(f"{row['status']} {row['path']}  {counts}")
+    lines = stat_lines(stat)
     added = sum(row["added"] or 0 for row in stat)
     removed = sum(row["removed"] or 0 for row in stat)
     lines.append(f"{len(stat)} file(s) changed, +{added} -{removed}")

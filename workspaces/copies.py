@@ -64,6 +64,10 @@ class FileStat:
     def binary(self) -> bool:
         return self.added is None
 
+    def row(self) -> dict:
+        """As stored on Workspace.stat and WorkspacePass.stat."""
+        return {"path": self.path, "added": self.added, "removed": self.removed, "status": self.status}
+
 
 def git(copy: Copy, *args: str, env: dict | None = None, input: str | None = None, ok=(0,)) -> str:
     full = {

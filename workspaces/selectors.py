@@ -92,7 +92,7 @@ def diff_view(workspace: Workspace, *, pass_number: int | None, page: int) -> Di
         text = diff_text(workspace, pass_number)
         if pass_number is None:
             copy = Copy(Path(workspace.home))
-            diff.stat = [_row(s) for s in copies.stat(copy, *trees_for(workspace, None))]
+            diff.stat = [s.row() for s in copies.stat(copy, *trees_for(workspace, None))]
     except CopyError as exc:
         diff.missing = str(exc)
         return diff
@@ -106,8 +106,13 @@ def diff_view(workspace: Workspace, *, pass_number: int | None, page: int) -> Di
     return diff
 
 
-def _row(stat: copies.FileStat) -> dict:
-    return {"path": stat.path, "added": stat.added, "removed": stat.removed, "status": stat.status}
+def stat_lines(stat: list[dict]) -> list[str]:
+    """A stored stat as `git diff --stat` in short: one line a file (`M pkg/calc.py  +1 -1`)."""
+    lines = []
+    for row in stat:
+        counts = "binary" if row["added"] is None else f"+{row['added']} -{row['removed']}"
+        lines.append(f"{row['status']} {row['path']}  {counts}")
+    return lines
 
 
 def _kind(line: str) -> str:

@@ -142,8 +142,8 @@ def workspace_pass_ended(*, workspace: Workspace, pass_number: int) -> list[dict
         .values_list("tree", flat=True)
         .first()
     ) or workspace.start_tree
-    own = [_row(s) for s in copies.stat(copy, before, tree)]
-    whole = [_row(s) for s in copies.stat(copy, workspace.base_commit, tree)]
+    own = [s.row() for s in copies.stat(copy, before, tree)]
+    whole = [s.row() for s in copies.stat(copy, workspace.base_commit, tree)]
     with transaction.atomic():
         WorkspacePass.objects.update_or_create(
             workspace=workspace, pass_number=pass_number, defaults={"tree": tree, "stat": own}
@@ -151,10 +151,6 @@ def workspace_pass_ended(*, workspace: Workspace, pass_number: int) -> list[dict
         Workspace.objects.filter(pk=workspace.pk).update(stat=whole)
     workspace.stat = whole
     return whole
-
-
-def _row(stat: copies.FileStat) -> dict:
-    return {"path": stat.path, "added": stat.added, "removed": stat.removed, "status": stat.status}
 
 
 def workspace_keep(*, workspace: Workspace, user=None) -> str:
