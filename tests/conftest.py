@@ -4,6 +4,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 
 from runs import services, worker
 from runs.wiring import arm_run
@@ -100,3 +101,11 @@ def workspaces_root(settings, tmp_path):
     """Working copies of coding runs (workspaces/) land in the test's own folder, never .data/."""
     settings.RYSH_WORKSPACES_DIR = tmp_path / "workspaces"
     return settings.RYSH_WORKSPACES_DIR
+
+
+@pytest.fixture
+def fresh_cache():
+    """An empty Django cache before and after (the Models API list is cached there)."""
+    cache.clear()
+    yield
+    cache.clear()

@@ -6,19 +6,13 @@ from __future__ import annotations
 import time
 
 import pytest
-from django.core.cache import cache
 
 from agents import models_api
 from agents.anthropic_model import AnthropicModel
 from agents.ports import ModelRequest
 from tests.fakes.anthropic_server import fake_anthropic, model_info  # noqa: F401 (fixture)
 
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 def test_without_a_key_nothing_is_asked(monkeypatch):

@@ -4,12 +4,11 @@ recipe's models are ones the key can use; without a key it asks nothing."""
 from io import StringIO
 
 import pytest
-from django.core.cache import cache
 from django.core.management import CommandError, call_command
 
 from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401 (fixture)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 RECIPE = """---
 model: claude-sonnet-4-6
@@ -25,13 +24,6 @@ loop:
 ---
 Write summary.md.
 """
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

@@ -2,14 +2,13 @@
 refused before anything is spent, and max_tokens is never asked above the model's maximum."""
 
 import pytest
-from django.core.cache import cache
 
 from runs import services, worker
 from runs.models import Run
 from runs.wiring import arm_run
 from tests.fakes.anthropic_server import fake_anthropic, model_info  # noqa: F401 (fixture)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 RECIPE = """---
 loop:
@@ -25,13 +24,6 @@ loop:
 ---
 Write summary.md.
 """
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

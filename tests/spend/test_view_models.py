@@ -4,21 +4,13 @@ real SDK against the fake Models API, cached) with their limits and price rows."
 from __future__ import annotations
 
 import pytest
-from django.core.cache import cache
 
 from tests.fakes.anthropic_server import fake_anthropic, model_info  # noqa: F401 (fixture)
 from tests.runs.test_view_runs import client_for, user_with
 from tests.spend.test_selectors import fresh_prices  # noqa: F401
 from tests.spend.test_view_prices import row
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 
 @pytest.fixture
