@@ -13,7 +13,7 @@ from agents.browser import BrowserTools
 from agents.coding_tools import CodingTools
 from agents.ports import ModelPort, ToolsPort
 from agents.providers import model_for
-from agents.sandbox import Sandbox, SandboxConfig
+from agents.sandbox import Sandbox, SandboxConfig, sandbox_problem
 from agents.task_tools import TaskTools
 from catalogue.spec import Kind, RecipeSpec
 from runs.arming import arm, system_prompt
@@ -117,8 +117,14 @@ def sandbox_config() -> SandboxConfig:
 def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
     """The run's working copy (made now on its first arming, found again on a continue) with
     the shell and file tools in it; the agent starts in the recipe's workdir."""
-    workspace, copy = workspace_open(run=run)
     config = sandbox_config()
+    if config.enabled and (problem := sandbox_problem(config)):
+        # checked at start on the web's machine; this worker may differ: no sandbox, no run
+        raise RuntimeError(
+            f"the sandbox cannot start on this worker ({problem}); a workdir run never runs unsandboxed "
+            "unless an admin sets RYSH_SANDBOX=off"
+        )
+    workspace, copy = workspace_open(run=run)
     sandbox = Sandbox(copy.tree, config=config, readonly=[(copy.git_dir, copy.tree / ".git")])
     notes = [
         "commands run in a bubblewrap sandbox: the working copy alone is writable, no network, a cleared environment"

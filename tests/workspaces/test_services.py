@@ -100,6 +100,15 @@ def test_it_refuses_a_workdir_run_when_the_sandbox_cannot_start(start_fix, setti
     assert not Run.objects.exists()
 
 
+def test_a_worker_without_the_sandbox_ends_the_run_with_that_cause(start_fix, settings):
+    run = start_fix()
+    settings.RYSH_SANDBOX_BWRAP = "/nonexistent/bwrap"  # the worker's machine has no bubblewrap
+    model = fixer()
+    run = drive(run, model)
+    assert run.cause.startswith("error: the sandbox cannot start on this worker")
+    assert model.calls == 0 and Workspace.objects.get(run=run).state == WorkspaceState.PENDING
+
+
 def test_it_runs_unsandboxed_only_when_an_admin_says_so_and_says_it_everywhere(start_fix, settings):
     settings.RYSH_SANDBOX_BWRAP = "/nonexistent/bwrap"
     settings.RYSH_SANDBOX = "off"
