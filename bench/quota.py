@@ -363,7 +363,7 @@ class Scenario:
     def wait(self) -> int:
         from django.db import close_old_connections
 
-        from spend.services import quota_wake
+        from runs.quota_waits import quota_wake
 
         woke, quiet_since, last_said, said_at = 0, None, "", 0.0
         while True:

@@ -1,10 +1,10 @@
-"""The read side of the catalogue (HackSoft selectors): the recipe list, a recipe's versions,
-runs and plan. Nothing here writes; the pages call these, sync and the editor write."""
+"""The read side of the catalogue (HackSoft selectors): the recipe list, a recipe's versions
+and plan (a recipe's runs are runs.selectors'). Nothing here writes; the pages call these, sync and the editor write."""
 
 from __future__ import annotations
 
 from django.db import DatabaseError
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Q, QuerySet
 
 from budgets.lineup import tokenizer_note
 from budgets.plan import resolve
@@ -12,25 +12,16 @@ from catalogue.models import Recipe, RecipeVersion
 from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe import RecipeError, parse_recipe
 from catalogue.spec import FOLDERS, KINDS, RecipeSpec
-from runs.models import Run
-
-RECENT_RUNS = 20
 
 
 def recipe_catalogue(*, kind: str = "", q: str = "") -> QuerySet[Recipe]:
     """Every active recipe with what the list shows, in a constant number of queries: the
-    versions' texts stay in the database, the plan numbers were computed at sync."""
-    last_run = Run.objects.filter(recipe=OuterRef("pk")).order_by("-created_at", "-id")
+    versions' texts stay in the database, the plan numbers were computed at sync (the page adds
+    each one's last run: runs.selectors.recipes_with_last_run)."""
     recipes = (
         Recipe.objects.filter(archived=False)
         .select_related("latest", "good")
         .defer("latest__text", "good__text", "latest__message", "good__message")
-        .annotate(
-            last_run_id=Subquery(last_run.values("id")[:1]),
-            last_run_state=Subquery(last_run.values("state")[:1]),
-            last_run_pause=Subquery(last_run.values("pause_reason")[:1]),
-            last_run_cause=Subquery(last_run.values("cause")[:1]),
-        )
         .order_by("kind", "name")
     )
     if kind in FOLDERS:
@@ -50,25 +41,6 @@ def recipe_versions(recipe: Recipe) -> QuerySet[RecipeVersion]:
 def recipe_version_before(version: RecipeVersion) -> RecipeVersion | None:
     """The version of the same recipe just before this one (None: this one created it)."""
     return RecipeVersion.objects.filter(recipe_id=version.recipe_id, id__lt=version.id).order_by("-id").first()
-
-
-def recipe_runs_recent(recipe: Recipe, *, limit: int = RECENT_RUNS) -> list[Run]:
-    return list(
-        Run.objects.filter(recipe=recipe)
-        .only(
-            "id",
-            "state",
-            "pause_reason",
-            "phase",
-            "cause",
-            "pass_number",
-            "tokens_counted",
-            "cost",
-            "created_at",
-            "ended_at",
-        )
-        .order_by("-created_at", "-id")[:limit]
-    )
 
 
 def recipe_version_plan(version: RecipeVersion | None) -> tuple[RecipeSpec | None, list[str]]:
@@ -134,3 +106,7 @@ def tokenizer_notes(spec: RecipeSpec, *, executor: str, judge: str) -> list[str]
     plan = recipe.good.plan or {}
     pairs = dict.fromkeys([(plan.get("executor"), executor), (plan.get("judge"), judge)])
     return [note for before, after in pairs if (note := tokenizer_note(before, after))]
+
+
+def recipe_targets() -> list[str]:
+    return [r.target for r in Recipe.objects.filter(archived=False).order_by("kind", "name")]

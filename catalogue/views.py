@@ -17,7 +17,6 @@ from catalogue.models import Recipe, RecipeVersion
 from catalogue.repo import RepoError, redact
 from catalogue.selectors import (
     recipe_catalogue,
-    recipe_runs_recent,
     recipe_version_before,
     recipe_version_plan,
     recipe_versions,
@@ -27,6 +26,7 @@ from catalogue.sync import recipes_sync
 from reviews.selectors import change_requests_open_count, change_requests_open_for_recipe
 from reviews.services import plan_delta, text_diff
 from runs.labels import judge_agreement
+from runs.selectors import recipe_runs_recent, recipes_with_last_run
 from rysh_site.roles import require, user_can
 from schedules.models import RecipeSchedule
 from schedules.services import recipe_schedule_name, schedule_owner
@@ -46,7 +46,7 @@ def recipe_list(request: HttpRequest) -> HttpResponse:
     kind = request.GET.get("kind", "")
     q = request.GET.get("q", "").strip()
     context = {
-        "recipes": list(recipe_catalogue(kind=kind, q=q)),
+        "recipes": list(recipes_with_last_run(recipe_catalogue(kind=kind, q=q))),
         "kind": kind,
         "q": q,
         "repo": redact(settings.RYSH_RECIPES_REPO),

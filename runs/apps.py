@@ -39,3 +39,7 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         post_migrate.connect(ensure_sweep_schedule, sender=self)
         from runs import receivers  # noqa: F401  (re-check open websockets on logouts and role changes; models are ready now)
+        from runs.ledger import spent_rows  # models are ready now
+        from spend import quotas  # (runs sits above spend: spend reads the ledger through this port)
+
+        quotas.read_ledger_with(spent_rows)

@@ -13,11 +13,13 @@ holds and no token is counted twice.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import nullcontext
+from datetime import datetime
 from decimal import Decimal
 
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q, Sum
 
 from agents.ports import Usage
 from budgets.guard import JobSpent, LastCall
@@ -25,6 +27,7 @@ from budgets.prices import cost
 from runs.models import LedgerEntry, Pass, Phase, Run, Step, StepStatus
 from runs.signals import budget_crossed
 from spend import quotas
+from spend.models import Quota, Scope
 from spend.prices import price_table
 
 COST_PLACES = Decimal("0.000001")  # Run.cost keeps six decimal places
@@ -266,3 +269,14 @@ def usage_cost(model: str, usage: Usage) -> Decimal | None:
         cache_write_1h=usage.cache_write_1h_tokens,
         table=price_table(),
     )
+
+
+def spent_rows(quota: Quota, start: datetime) -> Iterable[dict]:
+    """The ledger in `quota`'s scope since `start`, summed by model and by whether the calls were
+    counted at their reservation: what spend.quotas.spent_since prices (its port to the ledger)."""
+    entries = LedgerEntry.objects.filter(created_at__gte=start)
+    if quota.scope == Scope.RECIPE:  # a re-judge's calls (run=None) count for the recipe re-judged
+        entries = entries.filter(Q(run__target=quota.target) | Q(run__isnull=True, rejudge__target=quota.target))
+    elif quota.scope == Scope.USER:  # the person each call was charged to (a run's or a re-judge's)
+        entries = entries.filter(charged_to_id=quota.user_id)
+    return entries.values("model", "estimated").annotate(tokens=Sum("counted_tokens"), cost=Sum("cost"))

@@ -132,6 +132,15 @@ class Run(models.Model):
     def is_active(self) -> bool:
         return self.state in ACTIVE_STATES
 
+    @property
+    def is_working(self) -> bool:
+        """Queued, running or awaiting approval: a worker has it or is about to (not paused)."""
+        return self.state in (RunState.QUEUED, RunState.RUNNING, RunState.AWAITING_APPROVAL)
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state == RunState.FINISHED
+
     def granted(self) -> PlanGrant:
         """Every grant this run was given, together (arming adds it to the plan)."""
         total = PlanGrant()

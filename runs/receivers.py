@@ -1,4 +1,9 @@
-"""What may change what an open websocket is allowed to see: a logout, a user saved (deactivated,
+"""What runs does when other apps' signals fire (connected in apps.ready()).
+
+Runs paused on a quota are woken when spend says room may have come (spend sits below runs and
+cannot continue a run itself); what happens to a run's working copy is noted on its page.
+
+What may change what an open websocket is allowed to see: a logout, a user saved (deactivated,
 made or unmade superuser, a new password), deleted, added to or removed from groups, and groups
 renamed or deleted (roles are group names). Each tells the live hubs, after the commit, whose
 sockets to check again now (runs/events.push_users_changed); the sockets' periodic check covers
@@ -7,13 +12,21 @@ default's in-memory channel layer)."""
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.signals import user_logged_out
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.dispatch import receiver
 
+from runs import events
 from runs.events import push_users_changed
+from runs.quota_waits import paused_on_quota, quota_wake
+from spend.signals import quota_released
+from workspaces.signals import workspace_noted
+
+log = logging.getLogger(__name__)
 
 User = get_user_model()
 HARMLESS = {"last_login"}  # a login's own save changes nothing a socket may see
@@ -56,3 +69,19 @@ def group_saved(sender, instance, created, raw=False, **kwargs) -> None:
 @receiver(post_delete, sender=Group, dispatch_uid="live_group_deleted")
 def group_deleted(sender, instance, **kwargs) -> None:
     push_users_changed(None)
+
+
+@receiver(quota_released, dispatch_uid="runs.quota_released")
+def on_quota_released(sender, **kwargs) -> None:
+    """Calls settled below what they had reserved, or a quota or price changed: runs waiting on a
+    quota may fit now."""
+    try:
+        if paused_on_quota().exists():
+            quota_wake()
+    except Exception:  # waking is also the sweeper's job each minute: never fail a settle for it
+        log.exception("runs paused on a quota not woken now; the sweeper tries again")
+
+
+@receiver(workspace_noted, dispatch_uid="runs.workspace_noted")
+def on_workspace_noted(sender, run, message, **kwargs) -> None:
+    events.record(run, "note", message)

@@ -5,12 +5,12 @@ CLI and the pages), the parts of a run's page, and the history. Nothing here wri
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Count, QuerySet, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Case, CharField, Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models.functions import Concat, Trunc, TruncDate
 from django.utils import timezone
 from django.utils.timesince import timesince
 
@@ -18,8 +18,21 @@ from budgets.plan import is_grantable
 from budgets.units import format_duration, format_tokens
 from runs import snapshots
 from runs.judge import result_files
-from runs.models import ACTIVE_STATES, Approval, ApprovalState, Pass, Run, RunEvent, RunState, Step, StepStatus
+from runs.models import (
+    ACTIVE_STATES,
+    Approval,
+    ApprovalState,
+    LedgerEntry,
+    Pass,
+    Run,
+    RunEvent,
+    RunState,
+    Step,
+    StepStatus,
+)
 from runs.report import cache_hit_percent
+from spend.prices import FREE_MODELS
+from spend.selectors import start_of, zone
 
 # -- the live table ------------------------------------------------------------------------------
 
@@ -304,4 +317,81 @@ def run_history_per_day(runs: QuerySet[Run], *, since: date) -> list[dict]:
         .values("day")
         .annotate(tokens=Sum("tokens_counted"), cost=Sum("cost"), n=Count("id"))
         .order_by("day")
+    )
+
+
+# -- the ledger by day or month (the Spend page; its totals and chart are spend.selectors') -----
+
+NOBODY = "(nobody)"  # runs no person started (the CLI without a user)
+REJUDGE = "(re-judge)"  # a re-judge's calls (no run) whose re-judge was deleted
+# who spent: a run's recipe or the person each call was charged to (who started the run, or who
+# continued or granted it since); a re-judge's calls (run=None) show as "re-judge of kind/name"
+# and count for the person who asked for it
+BY = {
+    "recipe": Case(
+        When(run__isnull=False, then=F("run__target")),
+        When(rejudge__isnull=False, then=Concat(Value("re-judge of "), F("rejudge__target"))),
+        default=Value(REJUDGE),
+        output_field=CharField(),
+    ),
+    "person": F("charged_to__username"),  # whose quota counted the call (Run.charged_to then)
+}
+
+
+def spend_rows(*, by: str, period: str, since: date, until: date) -> list[dict]:
+    """Counted tokens, dollars and calls per (day or month, recipe or person) from `since` to
+    `until` (whole local days), oldest first. `cost` sums the priced calls only (None when
+    none was priced); `unpriced` counts the tokens of calls whose model had no price, `offline`
+    those of the offline scripted model (free: never unpriced)."""
+    entries = LedgerEntry.objects.filter(created_at__gte=start_of(since), created_at__lt=start_of(until + timedelta(1)))
+    rows = (
+        entries.annotate(bucket=Trunc("created_at", period, tzinfo=zone()), who=BY[by])
+        .values("bucket", "who")
+        .annotate(
+            # before `cost`, which would shadow the field of the same name
+            unpriced=Sum("counted_tokens", filter=Q(cost__isnull=True) & ~Q(model__in=FREE_MODELS), default=0),
+            offline=Sum("counted_tokens", filter=Q(model__in=FREE_MODELS), default=0),
+            tokens=Sum("counted_tokens"),
+            cache_read=Sum("cache_read_tokens"),
+            cost=Sum("cost"),
+            calls=Count("id"),
+        )
+        .order_by("bucket", "who")
+    )
+    return [{**row, "bucket": row["bucket"].astimezone(zone()).date(), "who": row["who"] or NOBODY} for row in rows]
+
+
+# -- a recipe's runs (the recipe list and page) -------------------------------------------------------
+
+RECENT_RUNS = 20
+
+
+def recipes_with_last_run(recipes: QuerySet) -> QuerySet:
+    """The catalogue's recipes, each with its last run's id, state, pause reason and cause: one
+    subquery each, so the list still costs a constant number of queries."""
+    last_run = Run.objects.filter(recipe=OuterRef("pk")).order_by("-created_at", "-id")
+    return recipes.annotate(
+        last_run_id=Subquery(last_run.values("id")[:1]),
+        last_run_state=Subquery(last_run.values("state")[:1]),
+        last_run_pause=Subquery(last_run.values("pause_reason")[:1]),
+        last_run_cause=Subquery(last_run.values("cause")[:1]),
+    )
+
+
+def recipe_runs_recent(recipe, *, limit: int = RECENT_RUNS) -> list[Run]:
+    return list(
+        Run.objects.filter(recipe=recipe)
+        .only(
+            "id",
+            "state",
+            "pause_reason",
+            "phase",
+            "cause",
+            "pass_number",
+            "tokens_counted",
+            "cost",
+            "created_at",
+            "ended_at",
+        )
+        .order_by("-created_at", "-id")[:limit]
     )

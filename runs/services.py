@@ -35,10 +35,10 @@ from runs.arming import OverrideError, arm, first_message, plan_snapshot
 from runs.engine import finish_run
 from runs.ledger import settle_pending_steps
 from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Control, Grant, Pass, Run, RunState
+from runs.outlook import WorstCase, price_warnings, quota_lines
 from runs.report import write_report
 from runs.signals import run_paused
 from runs.wiring import sandbox_config, site_url
-from spend.outlook import WorstCase, price_warnings, quota_lines
 from workspaces.models import WorkspaceState
 from workspaces.services import WorkspaceRefused, workspace_arm
 

@@ -30,11 +30,11 @@ from catalogue.views import _get_recipe_for_user
 from runs import labels, live, selectors, services, snapshots
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
 from runs.models import Approval, Pass, PassResult, Run, Step
+from runs.outlook import recipe_outlook
 from runs.report import plan_lines_from_snapshot
 from rysh_site.csv_export import csv_cell, csv_writer
 from rysh_site.paths import UnsafePath, safe_child
 from rysh_site.roles import require
-from spend.outlook import recipe_outlook
 
 TEXT_VIEW_LIMIT = 512 * 1024
 HISTORY_PAGE_SIZE = 50

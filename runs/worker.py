@@ -19,11 +19,11 @@ from runs import events
 from runs.engine import Engine, finish_run
 from runs.ledger import settle_pending_steps
 from runs.models import Run, RunState
+from runs.quota_waits import quota_wake
 from runs.rejudge import rejudge_execute, rejudges_sweep_lost
 from runs.report import write_report
 from runs.services import enqueue_run, runs_sweep_lost
 from runs.wiring import arm_run
-from spend.services import quota_wake
 
 log = logging.getLogger(__name__)
 

@@ -21,13 +21,11 @@
 from __future__ import annotations
 
 import logging
-import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
-from croniter import croniter
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -36,7 +34,7 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from audit.services import audit_record
-from budgets.units import UnitError, parse_duration
+from budgets import when as when_
 from catalogue.models import Recipe
 from reviews.models import ChangeAction, ChangeRequest, ChangeState
 from runs import services
@@ -47,7 +45,6 @@ from schedules.signals import schedule_disabled
 log = logging.getLogger(__name__)
 
 FUNC = "schedules.tasks.scheduled_run"  # queued by path: the entry point imports this module
-MACROS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *"}
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,80}\Z")
 SUCCESS = ("done", "fulfilled")
 NEUTRAL = ("stopped by user",)
@@ -65,41 +62,29 @@ def recipe_schedule_name(kind: str, name: str) -> str:
 
 
 def parse_when(when: str) -> dict:
-    """Schedule fields for django-q2: a cron or a whole number of minutes."""
-    text = " ".join(str(when).split())
-    lowered = text.lower()
-    if lowered in MACROS:
-        return {"schedule_type": Schedule.CRON, "cron": MACROS[lowered], "minutes": None}
-    if lowered.startswith("@every"):
-        try:
-            seconds = parse_duration(text[len("@every") :].strip())
-        except UnitError as exc:
-            raise ScheduleError(f"@every needs a duration: {exc}") from None
-        minutes = max(1, math.ceil(seconds / 60))
-        if minutes > 32767:
-            raise ScheduleError("@every can be at most 32767m (about 22 days); use a cron for longer")
-        return {"schedule_type": Schedule.MINUTES, "cron": None, "minutes": minutes}
-    if len(text.split(" ")) == 5 and croniter.is_valid(text):
-        return {"schedule_type": Schedule.CRON, "cron": text, "minutes": None}
-    raise ScheduleError(
-        f'{when!r} is not a schedule: expected 5 cron fields such as "0 7 * * *", '
-        '@hourly, @daily, @weekly, @monthly or "@every 30m"'
-    )
+    """Schedule fields for django-q2: a cron or a whole number of minutes (budgets.when reads it)."""
+    try:
+        parsed = when_.parse_when(when)
+    except when_.WhenError as exc:
+        raise ScheduleError(str(exc)) from None
+    if parsed.minutes:
+        return {"schedule_type": Schedule.MINUTES, "cron": None, "minutes": parsed.minutes}
+    return {"schedule_type": Schedule.CRON, "cron": parsed.cron, "minutes": None}
 
 
 def zone(name: str) -> ZoneInfo:
     try:
-        return ZoneInfo(name or settings.TIME_ZONE)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ScheduleError(f"unknown timezone {name!r} (an IANA name such as Europe/Berlin)") from None
+        return when_.zone(name, settings.TIME_ZONE)
+    except when_.WhenError as exc:
+        raise ScheduleError(str(exc)) from None
 
 
 def next_tick(fields: dict, tz: str, after: datetime | None = None) -> datetime:
     """The next tick strictly after `after` (now): never one in the past, so nothing backfills."""
-    after = after or timezone.now()
-    if fields["schedule_type"] == Schedule.MINUTES:
-        return after + timezone.timedelta(minutes=fields["minutes"])
-    return croniter(fields["cron"], after.astimezone(zone(tz))).get_next(datetime)
+    parsed = when_.When(
+        cron=fields["cron"], minutes=fields["minutes"] if fields["schedule_type"] == Schedule.MINUTES else None
+    )
+    return when_.next_tick(parsed, zone(tz), after or timezone.now())
 
 
 # -- saving ----------------------------------------------------------------------------------------

@@ -6,6 +6,3 @@ class SpendConfig(AppConfig):
 
     name = "spend"
     default_auto_field = "django.db.models.BigAutoField"
-
-    def ready(self) -> None:
-        from spend import receivers  # noqa: F401  (connects the signal receivers)

@@ -16,19 +16,23 @@ it) and the live holds, so a quota set at 3 pm counts the morning's spend too.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
 from budgets.quota import reservation_micros, to_micros, window_start
-from runs.models import LedgerEntry
 from spend.models import Quota, QuotaHold, Scope
 from spend.prices import micros_per_token, price_of
 from spend.signals import quota_released
+
+QUOTA_PAUSE = "quota:"  # every quota pause reason starts so: `quota: installation`, …
 
 
 class QuotaRefused(Exception):
@@ -59,6 +63,15 @@ def quotas_for(*, target: str, user_id: int | None) -> list[Quota]:
     if user_id is not None:
         which |= Q(scope=Scope.USER, user_id=user_id)
     return list(Quota.objects.filter(which).select_related("user").order_by("pk"))
+
+
+def applies(quota: Quota, *, target: str, user_id: int | None) -> bool:
+    """Whether `quota` counts a run of `target` started by `user_id` (as quotas_for selects)."""
+    if quota.scope == Scope.RECIPE:
+        return quota.target == target
+    if quota.scope == Scope.USER:
+        return user_id is not None and quota.user_id == user_id
+    return True
 
 
 @dataclass(frozen=True)
@@ -114,16 +127,25 @@ def current(quota: Quota, now=None) -> Quota:
     return locked
 
 
+# The ledger (one entry per call) is runs': runs writes it and sits above spend. What a window's
+# recount needs of it comes through this port, which runs fills in when it is ready
+# (runs/apps.py: spend.quotas.read_ledger_with(runs.ledger.spent_rows)).
+SpentRows = Callable[["Quota", datetime], Iterable[dict]]  # rows of model, estimated, tokens, cost
+_ledger: SpentRows | None = None
+
+
+def read_ledger_with(reader: SpentRows) -> None:
+    global _ledger
+    _ledger = reader
+
+
 def spent_since(quota: Quota, start) -> tuple[int, int]:
     """Counted tokens and micro-dollars the ledger settled in `quota`'s scope since `start`.
     A call counted at its reservation (its worker died) is priced at the dearest rate."""
-    entries = LedgerEntry.objects.filter(created_at__gte=start)
-    if quota.scope == Scope.RECIPE:  # a re-judge's calls (run=None) count for the recipe re-judged
-        entries = entries.filter(Q(run__target=quota.target) | Q(run__isnull=True, rejudge__target=quota.target))
-    elif quota.scope == Scope.USER:  # the person each call was charged to (a run's or a re-judge's)
-        entries = entries.filter(charged_to_id=quota.user_id)
+    if _ledger is None:
+        raise ImproperlyConfigured("spend.quotas has no ledger to read: the runs app gives it one when it is ready")
     tokens, micros = 0, 0
-    for row in entries.values("model", "estimated").annotate(tokens=Sum("counted_tokens"), cost=Sum("cost")):
+    for row in _ledger(quota, start):
         tokens += row["tokens"] or 0
         if row["estimated"]:
             tokens_ = row["tokens"] or 0  # their sum bounds each call: its tier is never too cheap

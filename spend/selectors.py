@@ -1,4 +1,6 @@
-"""Reads for the spend pages (Spend, Quotas, Prices) and the home page's quota bar.
+"""Reads for the spend pages (Spend, Quotas, Prices) and the home page's quota bar. The ledger's
+rows by day or month are runs' (runs.selectors.spend_rows: runs writes the ledger and sits above
+spend); the totals and the chart drawn from them are here.
 
 Every figure is aggregated in the database (values().annotate(Sum)), so a page asks a fixed
 number of queries however many runs and ledger entries there are. Days and months are the
@@ -15,34 +17,16 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Case, CharField, Count, F, Q, QuerySet, Sum, Value, When
-from django.db.models.functions import Concat, Trunc
+from django.db.models import QuerySet
 
 from agents.models_api import ModelFacts
 from budgets.prices import PRICES, Price, format_money, price_key
 from budgets.quota import DAY, MONTH, ROLLING, from_micros, window_end
 from budgets.units import format_tokens
-from catalogue.models import Recipe
-from runs.models import LedgerEntry, Run, RunEvent, RunState
 from spend.models import ModelPrice, Quota, Scope
 from spend.prices import FREE_MODELS, price_table
 from spend.quotas import current
-from spend.services import QUOTA_PAUSE
 
-NOBODY = "(nobody)"  # runs no person started (the CLI without a user)
-REJUDGE = "(re-judge)"  # a re-judge's calls (no run) whose re-judge was deleted
-# who spent: a run's recipe or the person each call was charged to (who started the run, or who
-# continued or granted it since); a re-judge's calls (run=None) show as "re-judge of kind/name"
-# and count for the person who asked for it
-BY = {
-    "recipe": Case(
-        When(run__isnull=False, then=F("run__target")),
-        When(rejudge__isnull=False, then=Concat(Value("re-judge of "), F("rejudge__target"))),
-        default=Value(REJUDGE),
-        output_field=CharField(),
-    ),
-    "person": F("charged_to__username"),  # whose quota counted the call (Run.charged_to then)
-}
 OTHER = "other"
 TOP = 6  # series in the chart: the biggest spenders, then "other"
 WINDOW_ORDER = {DAY: 0, MONTH: 1, ROLLING: 2}  # the home page shows the shortest calendar window
@@ -57,29 +41,6 @@ def zone() -> ZoneInfo:
 
 def start_of(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=zone())
-
-
-def spend_rows(*, by: str, period: str, since: date, until: date) -> list[dict]:
-    """Counted tokens, dollars and calls per (day or month, recipe or person) from `since` to
-    `until` (whole local days), oldest first. `cost` sums the priced calls only (None when
-    none was priced); `unpriced` counts the tokens of calls whose model had no price, `offline`
-    those of the offline scripted model (free: never unpriced)."""
-    entries = LedgerEntry.objects.filter(created_at__gte=start_of(since), created_at__lt=start_of(until + timedelta(1)))
-    rows = (
-        entries.annotate(bucket=Trunc("created_at", period, tzinfo=zone()), who=BY[by])
-        .values("bucket", "who")
-        .annotate(
-            # before `cost`, which would shadow the field of the same name
-            unpriced=Sum("counted_tokens", filter=Q(cost__isnull=True) & ~Q(model__in=FREE_MODELS), default=0),
-            offline=Sum("counted_tokens", filter=Q(model__in=FREE_MODELS), default=0),
-            tokens=Sum("counted_tokens"),
-            cache_read=Sum("cache_read_tokens"),
-            cost=Sum("cost"),
-            calls=Count("id"),
-        )
-        .order_by("bucket", "who")
-    )
-    return [{**row, "bucket": row["bucket"].astimezone(zone()).date(), "who": row["who"] or NOBODY} for row in rows]
 
 
 def buckets(period: str, since: date, until: date) -> list[date]:
@@ -281,37 +242,6 @@ def installation_quota_bar() -> QuotaBar | None:
     """The home page's bar: the installation's day quota, else its month's, else its rolling one."""
     quotas = sorted(Quota.objects.filter(scope=Scope.INSTALLATION), key=lambda q: WINDOW_ORDER.get(q.window, 9))
     return quota_bar(quotas[0]) if quotas else None
-
-
-@dataclass
-class Waiting:
-    run: Run
-    why: str
-
-
-def runs_paused_on_quota() -> list[Waiting]:
-    """Runs waiting for a quota to have room, oldest first, with their last `paused` event's
-    message (what the call needs and what the quota has left): two queries in all."""
-    runs = list(
-        Run.objects.filter(state=RunState.PAUSED, pause_reason__startswith=QUOTA_PAUSE)
-        .select_related("user", "charged_to")
-        .order_by("pk")
-    )
-    said: dict[int, str] = {}
-    events = RunEvent.objects.filter(run__in=runs, kind="paused").order_by("run_id", "-id")
-    for run_id, message in events.values_list("run_id", "message"):
-        said.setdefault(run_id, message)
-    return [Waiting(run, _why(run, said.get(run.pk, ""))) for run in runs]
-
-
-def _why(run: Run, message: str) -> str:
-    """The event's message without its `paused(quota: …): ` head, which the state already says."""
-    head = f"paused({run.pause_reason}): "
-    return message[len(head) :] if message.startswith(head) else message
-
-
-def recipe_targets() -> list[str]:
-    return [r.target for r in Recipe.objects.filter(archived=False).order_by("kind", "name")]
 
 
 def people() -> QuerySet:

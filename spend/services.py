@@ -1,25 +1,21 @@
-"""Writes of spend governance: quotas and prices (admins), and waking the runs that wait on a
-quota once it has room again. The web pages and the `auto quota|price` CLI call these."""
+"""Writes of spend governance: quotas and prices (admins). The web pages and the
+`auto quota|price` CLI call these. A change that may give room sends quota_released after its
+commit; runs (above spend) wakes the runs that wait on a quota (runs/quota_waits.py)."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 
-from audit.context import system_action
 from audit.services import audit_record
-from budgets.quota import WINDOWS, reservation_micros, to_micros
-from runs.models import Run, RunEvent, RunState
-from runs.services import RunRefused, run_continue
+from budgets.quota import WINDOWS, to_micros
 from spend.models import ModelPrice, Quota, Scope
-from spend.prices import forget_prices, micros_per_token
-from spend.quotas import current
+from spend.prices import forget_prices
+from spend.signals import quota_released
 
 log = logging.getLogger(__name__)
-QUOTA_PAUSE = "quota:"  # every quota pause reason starts so: `quota: installation`, …
 
 
 class QuotaError(ValueError):
@@ -65,7 +61,7 @@ def quota_set(
             )
     except IntegrityError:
         raise QuotaError(f"{scope} quota over {window} was set by someone else meanwhile; look again") from None
-    transaction.on_commit(quota_wake)
+    transaction.on_commit(_room_may_have_come)
     return quota
 
 
@@ -74,7 +70,7 @@ def quota_remove(*, quota: Quota, actor=None) -> str:
     with transaction.atomic():
         audit_record(actor=actor, action="quota.remove", target=("quota", quota.pk, name))
         quota.delete()  # its holds go with it: calls in flight settle against the quotas left
-    transaction.on_commit(quota_wake)
+    transaction.on_commit(_room_may_have_come)
     return f"{name} removed"
 
 
@@ -111,7 +107,7 @@ def price_set(
             detail={k: str(v) for k, v in rates.items() if v is not None},
         )
     transaction.on_commit(forget_prices)
-    transaction.on_commit(quota_wake)  # a run paused for want of a price may go on now
+    transaction.on_commit(_room_may_have_come)  # a run paused for want of a price may go on now
     return row
 
 
@@ -126,62 +122,9 @@ def price_remove(*, model: str, actor=None) -> str:
     return f"price of {model} removed; the built-in table applies"
 
 
-def quota_wake(*, now=None) -> list[str]:
-    """Continue the runs paused on a quota whose waiting call now fits every quota that applies
-    (the window rolled over, a quota was raised or removed, a price was set, or other calls
-    settled below what they had reserved) — oldest first, and only as many as fit together,
-    so that a little room wakes one run, not all of them to pause again. Called after settles
-    that released a hold, by quota and price changes, and every minute by the sweeper."""
-    waiting = list(Run.objects.filter(state=RunState.PAUSED, pause_reason__startswith=QUOTA_PAUSE).order_by("pk"))
-    if not waiting:
-        return []
-    standing = {q.pk: current(q, now) for q in Quota.objects.select_related("user").order_by("pk")}
-    promised: dict[int, tuple[int, int]] = {}  # what the runs woken here will ask each quota for
-    needs = _waiting_needs(waiting)
-    said = []
-    for run in waiting:
-        tokens, model = needs.get(run.pk, (0, ""))
-        model = model or run.executor_model
-        micros = reservation_micros(tokens, micros_per_token(model, tokens))
-        applying = [q for q in standing.values() if applies(q, target=run.target, user_id=run.charged_to_id)]
-        if not all(_fits_after(q, promised.get(q.pk, (0, 0)), tokens, micros) for q in applying):
-            continue
-        try:
-            with system_action():  # nobody pressed continue: the admin who raised a quota did not either
-                said.append(run_continue(run=run))
-        except RunRefused as exc:  # continued by hand meanwhile, or its target is busy
-            log.info("run %s not woken: %s", run.pk, exc)
-            continue
-        for q in applying:
-            was = promised.get(q.pk, (0, 0))
-            promised[q.pk] = (was[0] + tokens, was[1] + (micros or 0))
-    return said
-
-
-def applies(quota: Quota, *, target: str, user_id: int | None) -> bool:
-    """Whether `quota` counts a run of `target` started by `user_id` (as quotas_for selects)."""
-    if quota.scope == Scope.RECIPE:
-        return quota.target == target
-    if quota.scope == Scope.USER:
-        return user_id is not None and quota.user_id == user_id
-    return True
-
-
-def _fits_after(quota: Quota, promised: tuple[int, int], tokens: int, micros: int | None) -> bool:
-    held = quota.standing
-    return replace(
-        held, reserved_tokens=held.reserved_tokens + promised[0], reserved_micros=held.reserved_micros + promised[1]
-    ).fits(tokens, micros)
-
-
-def _waiting_needs(runs: list[Run]) -> dict[int, tuple[int, str]]:
-    """What the call each run waits for needs (tokens, model): saved with its `paused` event."""
-    needs: dict[int, tuple[int, str]] = {}
-    events = RunEvent.objects.filter(run__in=runs, kind="paused").order_by("run_id", "-id")
-    for run_id, data in events.values_list("run_id", "data"):
-        if run_id not in needs:
-            needs[run_id] = (int(data.get("need_tokens") or 0), data.get("model") or "")
-    return needs
+def _room_may_have_come() -> None:
+    """Runs paused on a quota may fit now: runs (above spend) listens and wakes them."""
+    quota_released.send(sender=Quota)
 
 
 def _person(user) -> bool:

@@ -14,6 +14,9 @@ from django.views.decorators.http import require_http_methods
 
 from agents import models_api
 from budgets.units import format_tokens
+from catalogue.selectors import recipe_targets
+from runs.quota_waits import runs_paused_on_quota
+from runs.selectors import spend_rows
 from rysh_site.csv_export import csv_cell, csv_writer
 from rysh_site.roles import require, user_can
 from spend import selectors, services
@@ -34,14 +37,14 @@ def spend(request: HttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "bars": selectors.quota_bars(),
-        "waiting": selectors.runs_paused_on_quota(),
+        "waiting": runs_paused_on_quota(),
         "query": request.GET.urlencode(),
         "can_admin": user_can(request.user, "admin"),
         "toggles": _toggles(request),
     }
     if form.is_valid():
         f = form.filters()
-        rows = selectors.spend_rows(**f)
+        rows = spend_rows(**f)
         ranked = selectors.totals(rows)
         measure = form.cleaned_data["measure"]
         context |= {
@@ -115,9 +118,7 @@ def spend_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     if not form.is_valid():  # the same answer as the page: no export of a filter it could not read
         return HttpResponse("\n".join(form.error_lines()) + "\n", status=400, content_type="text/plain; charset=utf-8")
     f = form.filters()
-    response = StreamingHttpResponse(
-        _csv_rows(selectors.spend_rows(**f), f["by"], f["period"]), content_type="text/csv"
-    )
+    response = StreamingHttpResponse(_csv_rows(spend_rows(**f), f["by"], f["period"]), content_type="text/csv")
     response["Content-Disposition"] = 'attachment; filename="rysh-spend.csv"'
     return response
 
@@ -126,7 +127,7 @@ def spend_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
 
 
 def _quota_form(request: HttpRequest, data=None, initial=None) -> QuotaForm:
-    return QuotaForm(data, initial=initial, recipes=selectors.recipe_targets(), people=selectors.people())
+    return QuotaForm(data, initial=initial, recipes=recipe_targets(), people=selectors.people())
 
 
 def _initial(quota: Quota | None) -> dict:

@@ -1,5 +1,7 @@
-"""The import graph goes one way (DESIGN.md): no circle between the project's modules, no
-import inside a function without a comment saying why, and budgets/ stays pure Python."""
+"""The import graph goes one way (DESIGN.md): no circle between the project's modules (an import
+inside a function counts: it runs too, only later), the apps in layers (no two apps importing
+each other, no circle of apps), no import inside a function without a comment saying why, and
+budgets/ stays pure Python."""
 
 from __future__ import annotations
 
@@ -18,8 +20,28 @@ PACKAGES = (
     "runs",
     "rysh_site",
     "schedules",
+    "spend",
     "workspaces",
 )
+# The apps from the bottom up (docs: Layout). An app's domain modules import only the apps
+# below it; the edges (pages, URLs, sockets, the CLI, the admin) sit on top of them all and may
+# import any app, and nothing but another edge imports an edge. rysh_site is the project: its
+# helpers (paths, roles, filters, …) are the bottom, its settings, URLs and ASGI entry the top.
+LAYERS = (
+    "rysh_site",
+    "audit",
+    "budgets",
+    "agents",
+    "spend",
+    "catalogue",
+    "reviews",
+    "workspaces",
+    "runs",
+    "schedules",
+    "notify",
+    "demo_site",
+)
+EDGE_PARTS = {"views", "urls", "consumers", "routing", "management", "admin", "cli", "asgi", "wsgi"}
 
 
 def modules() -> dict[str, Path]:
@@ -44,16 +66,63 @@ def imported(node: ast.AST, known: dict[str, Path]) -> set[str]:
 
 
 def graph(known: dict[str, Path]) -> dict[str, set[str]]:
-    """Edges of module-level imports (what runs when a module is imported)."""
+    """Edges of every import that runs: at module level and inside functions (an import put
+    in a function to dodge a circle is still a circle). Only a type named for a checker
+    (`if TYPE_CHECKING:`) is left out: it never runs."""
     edges = {}
     for name, path in known.items():
         tree = ast.parse(path.read_text(), filename=str(path))
         targets = set()
-        for node in tree.body:
-            for inner in ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]:
-                targets |= imported(inner, known)
+        for node in ast.walk(_without_type_checking(tree)):
+            targets |= imported(node, known)
         edges[name] = {t for t in targets if t != name and not name.startswith(t + ".")}
     return edges
+
+
+def _without_type_checking(tree: ast.Module) -> ast.Module:
+    tree.body = [n for n in tree.body if not (isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")]
+    return tree
+
+
+def is_edge(module: str) -> bool:
+    """A page, URL map, socket, CLI verb or admin: the top of every app."""
+    parts = module.split(".")
+    return (
+        bool(EDGE_PARTS & set(parts[1:]))
+        or parts[:2] in (["rysh_site", "settings"], ["rysh_site", "urls"])
+        or (parts[0] == "rysh_site" and len(parts) > 1 and parts[1].startswith("settings"))
+    )
+
+
+def app_edges(edges: dict[str, set[str]]) -> dict[tuple[str, str], list[str]]:
+    """(app, app it imports) -> the imports that make it, between domain modules of two apps."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, targets in edges.items():
+        if is_edge(name):
+            continue
+        for target in targets:
+            pair = (name.split(".")[0], target.split(".")[0])
+            if pair[0] != pair[1]:
+                found.setdefault(pair, []).append(f"{name} -> {target}")
+    return found
+
+
+def layer_breaks(edges: dict[str, set[str]]) -> list[str]:
+    """Imports that go up the layers (or into an edge from below): every one a break."""
+    rank = {app: i for i, app in enumerate(LAYERS)}
+    breaks = [
+        f"{a} imports {b}, which sits above it: {', '.join(sorted(why))}"
+        for (a, b), why in sorted(app_edges(edges).items())
+        if rank[a] < rank[b]
+    ]
+    breaks += [
+        f"{name} imports the edge {target}"
+        for name, targets in sorted(edges.items())
+        if not is_edge(name)
+        for target in sorted(targets)
+        if is_edge(target)
+    ]
+    return breaks
 
 
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -123,6 +192,33 @@ def test_it_finds_a_circle_when_there_is_one():
 
 def test_it_has_no_import_circle_between_modules():
     assert circles(graph(modules())) == []
+
+
+def test_it_finds_a_circle_through_an_import_inside_a_function(tmp_path):
+    """The circle runs.services -> spend.outlook -> schedules.services -> runs.services hid in
+    a function's import; the graph sees imports in functions now."""
+    (tmp_path / "a.py").write_text("import b\n")
+    (tmp_path / "b.py").write_text("def f():\n    import a  # late\n")
+    (tmp_path / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\n")
+    edges = graph({name: tmp_path / f"{name}.py" for name in ("a", "b", "c")})
+    assert edges == {"a": {"b"}, "b": {"a"}, "c": set()}
+    assert circles(edges) == [["a", "b"]]
+
+
+def test_it_finds_apps_importing_each_other_and_imports_going_up():
+    edges = {"spend.quotas": {"runs.models"}, "runs.engine": {"spend.quotas"}, "spend.views": {"runs.live"}}
+    assert layer_breaks(edges) == ["spend imports runs, which sits above it: spend.quotas -> runs.models"]
+    assert layer_breaks({"runs.services": {"runs.views"}, "audit.views": {"runs.views"}}) == [
+        "runs.services imports the edge runs.views"
+    ]
+
+
+def test_every_app_has_its_layer():
+    assert sorted(LAYERS) == sorted(PACKAGES)
+
+
+def test_the_apps_import_one_way_down_the_layers():
+    assert layer_breaks(graph(modules())) == []
 
 
 def test_it_has_no_import_inside_a_function_without_a_reason():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
@@ -16,12 +17,14 @@ from django.utils import timezone
 
 from audit.services import audit_record
 from catalogue.repo import RepoError, open_repo, redact
-from runs import events
-from runs.models import Run, RunState
 from workspaces import copies
 from workspaces.copies import Copy, CopyError
 from workspaces.models import Workspace, WorkspacePass, WorkspaceState
+from workspaces.signals import workspace_noted
 from workspaces.source import SourceError, source_for
+
+if TYPE_CHECKING:  # the run a copy belongs to; runs sits above workspaces
+    from runs.models import Run
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +111,8 @@ def _make(workspace: Workspace, copy: Copy) -> None:
     if previous is not None and copy.exists:
         copies.rename_branch(copy, previous.branch, workspace.branch)
         _activate(workspace, copies.snapshot(copy))
-        events.record(
+        _note(
             workspace.run,
-            "note",
             f"working copy carried over from run #{previous.run_id} (branch {workspace.branch}); "
             "the first pass starts from its work",
         )
@@ -118,9 +120,8 @@ def _make(workspace: Workspace, copy: Copy) -> None:
     location = workspace.source_path or str(open_repo(settings.RYSH_RECIPES_REPO).git_dir)
     copies.create(copy.home, source=Path(location), commit=workspace.base_commit, branch=workspace.branch)
     _activate(workspace, copies.tree_of(copy, workspace.base_commit))
-    events.record(
+    _note(
         workspace.run,
-        "note",
         f"working copy of {workspace.source} at {workspace.base_commit[:8]} on branch {workspace.branch}; "
         f"the agent works in {workspace.workdir}",
     )
@@ -178,9 +179,7 @@ def workspace_keep(*, workspace: Workspace, user=None) -> str:
     audit_record(
         actor=user, action="workspace.keep", target=run, detail={"branch": workspace.branch, "commit": sha[:12]}
     )
-    events.record(
-        run, "note", f"work kept: {sha[:8]} on {workspace.branch}" + (f", pushed to {pushed}" if pushed else "")
-    )
+    _note(run, f"work kept: {sha[:8]} on {workspace.branch}" + (f", pushed to {pushed}" if pushed else ""))
     return f"run #{run.pk}: kept as {sha[:8]} on {workspace.branch}" + (
         f"; fetch it with: git fetch {pushed} {workspace.branch}" if pushed else ""
     )
@@ -207,7 +206,7 @@ def workspace_discard(*, workspace: Workspace, user=None) -> str:
     """Throw the run's work away: the copy is removed (a kept branch stays where it was pushed)."""
     run = workspace.run
     _refuse_while_active(run, "discard")
-    if run.state != RunState.FINISHED:
+    if not run.is_finished:
         raise WorkspaceRefused(f"run #{run.pk} is {run.state_label}: stop it first (a continue needs its copy)")
     if workspace.state not in (WorkspaceState.ACTIVE, WorkspaceState.KEPT):
         raise WorkspaceRefused(
@@ -217,14 +216,18 @@ def workspace_discard(*, workspace: Workspace, user=None) -> str:
     Workspace.objects.filter(pk=workspace.pk).update(state=WorkspaceState.DISCARDED, removed_at=timezone.now())
     workspace.refresh_from_db()
     audit_record(actor=user, action="workspace.discard", target=run, detail={"branch": workspace.branch})
-    events.record(run, "note", "working copy discarded")
+    _note(run, "working copy discarded")
     return f"run #{run.pk}: working copy discarded"
 
 
 def _refuse_while_active(run: Run, verb: str) -> None:
     run.refresh_from_db(fields=["state", "pause_reason", "cause"])
-    if run.state in (RunState.QUEUED, RunState.RUNNING, RunState.AWAITING_APPROVAL):
+    if run.is_working:
         raise WorkspaceRefused(f"run #{run.pk} is {run.state_label}: {verb} its work once it pauses or ends")
+
+
+def _note(run: Run, message: str) -> None:
+    workspace_noted.send(sender=Workspace, run=run, message=message)
 
 
 def _person(user):
@@ -238,11 +241,9 @@ def workspaces_prune(*, days: int | None = None, dry_run: bool = False, now=None
     if days <= 0:
         return []
     cutoff = (now or timezone.now()) - timedelta(days=days)
-    old = Workspace.objects.filter(
-        state=WorkspaceState.ACTIVE, run__state=RunState.FINISHED, run__ended_at__lt=cutoff
-    ).select_related("run")
+    old = Workspace.objects.filter(state=WorkspaceState.ACTIVE, run__ended_at__lt=cutoff).select_related("run")
     said = []
-    for workspace in old:
+    for workspace in (w for w in old if w.run.is_finished):
         said.append(f"run #{workspace.run_id}: working copy {workspace.home} ({workspace.branch})")
         if dry_run:
             continue

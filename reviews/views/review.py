@@ -31,6 +31,7 @@ from reviews.services import (
     text_diff,
 )
 from runs.models import Rejudge
+from runs.outlook import schedule_outlook
 from runs.rejudge import (
     SCRIPTED_NOTE,
     RejudgeRefused,
@@ -43,7 +44,6 @@ from runs.rejudge import (
     rejudges_today,
 )
 from rysh_site.roles import require, user_can
-from spend.outlook import schedule_outlook
 
 FILTERS = {"open": OPEN_STATES, "merged": (ChangeState.MERGED,), "closed": (ChangeState.CLOSED,), "all": None}
 

@@ -12,10 +12,11 @@ from audit.models import AuditEntry
 from budgets.plan import Grant as PlanGrant
 from runs import services
 from runs.models import LedgerEntry, Run, RunEvent, RunState
+from runs.quota_waits import quota_wake
+from runs.selectors import spend_rows
 from spend import quotas
 from spend.models import Quota
-from spend.selectors import spend_rows
-from spend.services import quota_set, quota_wake
+from spend.services import quota_set
 from tests.conftest import drive
 from tests.fake_model import FakeModel
 from tests.runs.test_grant import SAVE as LIST_SAVE

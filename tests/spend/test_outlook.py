@@ -12,8 +12,7 @@ from budgets.plan import resolve
 from budgets.units import BOOK, PAGE
 from catalogue.plan_report import worst_case_money
 from catalogue.recipe import parse_recipe
-from spend.models import Quota
-from spend.outlook import (
+from runs.outlook import (
     TICKS_CAP,
     WorstCase,
     price_warnings,
@@ -23,6 +22,7 @@ from spend.outlook import (
     schedule_outlook,
     ticks_in,
 )
+from spend.models import Quota
 from spend.prices import forget_prices
 from spend.quotas import current
 from spend.services import price_set, quota_set

@@ -14,9 +14,10 @@ from django.utils import timezone
 from budgets.guard import MIN_USEFUL_OUTPUT, input_bound
 from runs.ledger import settle_pending_steps
 from runs.models import LedgerEntry, Pass, Run, RunEvent, RunState, Step, StepStatus
+from runs.quota_waits import quota_wake
 from spend import quotas
 from spend.models import Quota, QuotaHold
-from spend.services import QuotaError, price_set, quota_remove, quota_set, quota_wake
+from spend.services import QuotaError, price_set, quota_remove, quota_set
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 

@@ -15,6 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from runs.models import LedgerEntry, Run, RunEvent, RunState
+from runs.quota_waits import runs_paused_on_quota
+from runs.selectors import spend_rows
 from spend import selectors
 from spend.models import Quota
 from spend.prices import forget_prices
@@ -88,7 +90,7 @@ def last_30_days() -> dict:
 
 
 def test_it_sums_tokens_and_dollars_per_day_by_recipe(spent):
-    rows = selectors.spend_rows(by="recipe", **last_30_days())
+    rows = spend_rows(by="recipe", **last_30_days())
     today = timezone.localdate()
     assert [(r["bucket"], r["who"], r["tokens"], r["cost"], r["unpriced"], r["calls"]) for r in rows] == [
         (today, "task/notes", 22_000, Decimal("0.15"), 7_000, 3),
@@ -98,7 +100,7 @@ def test_it_sums_tokens_and_dollars_per_day_by_recipe(spent):
 
 def test_it_sums_by_person_and_names_runs_no_one_started(spent):
     entry(make_run("task/cron"), 3_000, "0.03")
-    rows = selectors.spend_rows(by="person", **last_30_days())
+    rows = spend_rows(by="person", **last_30_days())
     assert [(r["who"], r["tokens"], r["cost"]) for r in rows] == [
         ("(nobody)", 3_000, Decimal("0.03")),
         ("alice", 22_000, Decimal("0.15")),
@@ -108,7 +110,7 @@ def test_it_sums_by_person_and_names_runs_no_one_started(spent):
 
 def test_it_leaves_cost_empty_when_no_call_was_priced():
     entry(make_run("task/new-model"), 4_000, None, model="claude-fable-5-2")
-    (row,) = selectors.spend_rows(by="recipe", **last_30_days())
+    (row,) = spend_rows(by="recipe", **last_30_days())
     assert row["cost"] is None and row["unpriced"] == 4_000
     (total,) = selectors.totals([row])
     assert total.cost_text == "n/a" and total.unpriced_text == "4p"
@@ -119,9 +121,9 @@ def test_it_counts_days_and_months_in_the_team_s_time_zone(settings):
     run = make_run()
     entry(run, 1_000, "0.01", at=datetime(2026, 3, 1, 3, 0, tzinfo=ZoneInfo("UTC")))  # Feb 28, 22:00 in New York
     entry(run, 2_000, "0.02", at=datetime(2026, 3, 1, 6, 0, tzinfo=ZoneInfo("UTC")))  # Mar 1, 01:00
-    days = selectors.spend_rows(by="recipe", period="day", since=date(2026, 2, 1), until=date(2026, 3, 31))
+    days = spend_rows(by="recipe", period="day", since=date(2026, 2, 1), until=date(2026, 3, 31))
     assert [(r["bucket"], r["tokens"]) for r in days] == [(date(2026, 2, 28), 1_000), (date(2026, 3, 1), 2_000)]
-    months = selectors.spend_rows(by="recipe", period="month", since=date(2026, 2, 1), until=date(2026, 3, 31))
+    months = spend_rows(by="recipe", period="month", since=date(2026, 2, 1), until=date(2026, 3, 31))
     assert [(r["bucket"], r["tokens"]) for r in months] == [(date(2026, 2, 1), 1_000), (date(2026, 3, 1), 2_000)]
     assert selectors.buckets("month", date(2025, 12, 15), date(2026, 3, 31)) == [
         date(2025, 12, 1),
@@ -135,7 +137,7 @@ def test_it_draws_the_biggest_spenders_and_puts_the_rest_in_other():
     for i in range(9):
         entry(make_run(f"task/r{i}"), (i + 1) * 1_000, "0.01")
     window = last_30_days()
-    rows = selectors.spend_rows(by="recipe", **window)
+    rows = spend_rows(by="recipe", **window)
     ranked = selectors.totals(rows)
     chart = selectors.chart(rows, ranked, measure="tokens", **{k: window[k] for k in ("period", "since", "until")})
     assert [name for _, name in chart.legend] == [
@@ -199,7 +201,7 @@ def test_it_lists_runs_waiting_on_a_quota_with_why():
     make_run("task/b", state=RunState.PAUSED, pause_reason="worker lost")
     make_run("task/c", state=RunState.FINISHED, pause_reason="quota: user")
     with CaptureQueriesContext(connection) as queries:
-        (row,) = selectors.runs_paused_on_quota()
+        (row,) = runs_paused_on_quota()
     assert len(queries) == 2
     assert row.run == waiting
     assert row.why == "today's installation quota has 1,000 tokens left; this call needs up to 9,000 tokens"
@@ -216,10 +218,10 @@ def test_it_asks_the_same_number_of_queries_for_5_and_50_entries():
             entry(make_run(f"task/r{i % 7}-{entries}", users[i % 5]), 1_000, None if i % 4 == 0 else "0.01")
         with CaptureQueriesContext(connection) as queries:
             for by in ("recipe", "person"):
-                rows = selectors.spend_rows(by=by, **last_30_days())
+                rows = spend_rows(by=by, **last_30_days())
                 selectors.chart(rows, selectors.totals(rows), measure="tokens", **last_30_days())
             selectors.quota_bars()
-            selectors.runs_paused_on_quota()
+            runs_paused_on_quota()
         assert sum(r["calls"] for r in rows) == entries
         return len(queries)
 

@@ -32,11 +32,11 @@ from catalogue.workdir import find_recipe
 from runs import rejudge, services
 from runs.judge import REPORT_NAME
 from runs.models import ACTIVE_STATES, Run, RunEvent, RunState
+from runs.outlook import WorstCase, price_warnings, quota_lines
 from runs.selectors import live_rows
 from schedules import services as schedule_services
 from schedules.models import RecipeSchedule
 from spend.cli import price_cli, quota_cli
-from spend.outlook import WorstCase, price_warnings, quota_lines
 from workspaces import services as workspace_services
 from workspaces.copies import CopyError
 from workspaces.models import Workspace

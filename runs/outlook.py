@@ -21,6 +21,8 @@ from budgets.plan import Plan, resolve
 from budgets.prices import format_money, price_for
 from budgets.quota import DAY, MONTH, ROLLING, from_micros, to_micros, window_end, window_start
 from budgets.units import format_tokens
+from budgets.when import next_tick, parse_when
+from budgets.when import zone as when_zone
 from catalogue.plan_report import models_for, prices, worst_case_money
 from catalogue.recipe import RecipeError, parse_recipe
 from spend.models import Quota
@@ -126,18 +128,15 @@ def _left_line(quota: Quota, worst: WorstCase) -> str:
 def ticks_in(when: str, tz: str, start: datetime, end: datetime) -> tuple[int, bool]:
     """How many times a schedule (`0 7 * * *`, `@every 30m`…) fires in [start, end), and
     whether the count stopped at TICKS_CAP (then it fires at least that often)."""
-    # Imported here: schedules imports runs.services, which imports this module for its dry run.
-    from schedules.services import next_tick, parse_when
-
-    fields = parse_when(when)
-    if fields["minutes"]:  # a fixed interval: no need to step through it
-        return -(-int((end - start).total_seconds()) // (fields["minutes"] * 60)), False
-    count, tick = 0, next_tick(fields, tz, start - timedelta(microseconds=1))
+    parsed, zone = parse_when(when), when_zone(tz, settings.TIME_ZONE)
+    if parsed.minutes:  # a fixed interval: no need to step through it
+        return -(-int((end - start).total_seconds()) // (parsed.minutes * 60)), False
+    count, tick = 0, next_tick(parsed, zone, start - timedelta(microseconds=1))
     while tick < end:
         count += 1
         if count >= TICKS_CAP:
             return count, True
-        tick = next_tick(fields, tz, tick)
+        tick = next_tick(parsed, zone, tick)
     return count, False
 
 
