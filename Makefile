@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.requirements-installed
+# Material for MkDocs prints its end-of-life notice (May 2027) on every build; said once here instead.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 
-.PHONY: run test install chromium
+.PHONY: run test install chromium docs
 
 install: $(STAMP) chromium
 
@@ -26,7 +28,12 @@ run: install
 	$(BIN)/honcho --no-colour -f Procfile start
 
 test: install
+	$(MKDOCS) build --strict --quiet
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 	$(BIN)/python scripts/scaleout_tests.py
+
+# The manual (mkdocs.yml, docs/), served with live reload while you edit it.
+docs: $(STAMP)
+	$(MKDOCS) serve --dev-addr 127.0.0.1:8001

@@ -702,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     problem = services_problem(pg_url, redis_base)
     if problem:
         print(
-            f"chaos: {problem}; start the service (see README, Scale-out) or set RYSH_TEST_POSTGRES_URL / "
+            f"chaos: {problem}; start the service (see docs/scale-out.md) or set RYSH_TEST_POSTGRES_URL / "
             "RYSH_TEST_REDIS_URL",
             file=sys.stderr,
         )

@@ -1,6 +1,6 @@
 """The client's address, as the login throttle and the audit log see it.
 
-REMOTE_ADDR is the address that connected. Behind the README's TLS proxy that is the proxy, the
+REMOTE_ADDR is the address that connected. Behind the TLS proxy of docs/security.md that is the proxy, the
 same for every person, so the address is read from X-Forwarded-For — but only when the
 connection comes from a proxy the operator listed (RYSH_TRUSTED_PROXIES), and only as far back
 as the chain of listed proxies goes: each proxy appends the address it was connected from, so

@@ -206,7 +206,7 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from hx-headers, not the cookie
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
-# Behind a proxy that terminates HTTPS (README "Security"): RYSH_HTTPS=true makes the cookies
+# Behind a proxy that terminates HTTPS (docs/security.md): RYSH_HTTPS=true makes the cookies
 # secure, trusts the proxy's X-Forwarded-Proto (the proxy must set it, overwriting the client's),
 # redirects plain HTTP to HTTPS and sends HSTS (RYSH_HSTS_SECONDS, a year by default; start small
 # while trying it: browsers remember it).

@@ -1,4 +1,4 @@
-"""Take the README's screenshots from a real, throwaway rysh (daphne + qcluster + Chromium).
+"""Take the manual's screenshots (docs/screenshots/) from a real, throwaway rysh (daphne + qcluster + Chromium).
 
     .venv/bin/python scripts/screenshots.py [--out docs/screenshots] [--keep]
 

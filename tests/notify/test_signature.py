@@ -1,6 +1,6 @@
 """Webhook signatures cover `id.timestamp.body` (the Standard Webhooks convention), so a
 receiver that checks the timestamp refuses a captured delivery sent again; the check printed
-in the README (Notifications, Webhook format) is the one run here. Secrets have at least 24 bytes."""
+in the manual (docs/notifications.md, Webhook format) is the one run here. Secrets have at least 24 bytes."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tests.recipes_git import make_user
 pytestmark = pytest.mark.django_db
 
 SECRET = "whsec-test-0123456789abcdef"  # 27 bytes
-DOC = Path(__file__).resolve().parents[2] / "README.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "notifications.md"
 
 
 @pytest.fixture(scope="module")
