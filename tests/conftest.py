@@ -56,6 +56,18 @@ def snapshots_root(settings, tmp_path):
 
 SCRIPT = 'passes:\n  - task:\n      - text: Done.\n    judge: "YES\\nok"\n'
 
+# one pass, no loop: a run that saves summary.md and is done (for `start`)
+ONE_PASS = """
+    ---
+    loop:
+      do:
+        max_iterations: 20
+        budget:
+          size: 1b
+    ---
+    Write the summary to summary.md.
+"""
+
 
 @pytest.fixture
 def results_root(settings, tmp_path):

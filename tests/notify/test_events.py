@@ -17,21 +17,10 @@ from runs import services as run_services
 from runs.engine import pause_run
 from runs.models import Run
 from runs.signals import budget_crossed
-from tests.conftest import drive
+from tests.conftest import ONE_PASS, drive
 from tests.fake_model import FakeModel, tool
 
 pytestmark = pytest.mark.django_db
-
-ONE_PASS = """
-    ---
-    loop:
-      do:
-        max_iterations: 20
-        budget:
-          size: 1b
-    ---
-    Write the summary to summary.md.
-"""
 
 NOTIFYING = """
     ---
