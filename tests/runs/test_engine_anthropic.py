@@ -28,12 +28,8 @@ Write summary.md.
 
 
 @pytest.fixture
-def recipe(tmp_path, results_root):
-    folder = tmp_path / "repo/.rysh/automations/tasks"
-    folder.mkdir(parents=True)
-    path = folder / "summarise.md"
-    path.write_text(RECIPE)
-    return path
+def recipe(recipe_file):
+    return recipe_file(RECIPE, "summarise", script=None)
 
 
 def test_it_runs_on_claude_with_no_code_change(fake_anthropic, recipe):

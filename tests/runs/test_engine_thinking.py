@@ -36,12 +36,8 @@ LIST = {"name": "list_results", "input": {}}
 
 
 @pytest.fixture
-def recipe(tmp_path, results_root):
-    folder = tmp_path / "repo/.rysh/automations/tasks"
-    folder.mkdir(parents=True)
-    path = folder / "summarise.md"
-    path.write_text(RECIPE)
-    return path
+def recipe(recipe_file):
+    return recipe_file(RECIPE, "summarise", script=None)
 
 
 def run_it(recipe):
