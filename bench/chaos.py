@@ -42,7 +42,6 @@ runs=<n> landed=<n> overshoot_tokens=<n> undercounted_tokens=<n> double_driven=<
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -53,7 +52,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.harness import FAKE_KEY, Installation, RedisService, service_urls, services_problem
+from bench.harness import FAKE_KEY, Installation, RedisService, service_urls, services_problem, tagger, texts
 
 ROOT = Path(__file__).resolve().parent.parent
 REDIS_DB = 11  # apart from the live bench (12) and the scale-out tests (13-15)
@@ -87,23 +86,7 @@ one-line summary.
 # ---------------------------------------------------------------- the fake model (pure)
 
 
-def tag_of(body: dict) -> str | None:
-    """Which run a request belongs to: its recipe's tag, in the prompt, the until or the notes."""
-    match = TAG.search(json.dumps(body))
-    return match.group(0) if match else None
-
-
-def _texts(content) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    out = []
-    for block in content or []:
-        if block.get("type") == "text":
-            out.append(block.get("text", ""))
-        elif block.get("type") == "tool_result":
-            inner = block.get("content")
-            out += _texts(inner) if isinstance(inner, list) else [str(inner or "")]
-    return out
+tag_of = tagger(TAG)  # which run a request belongs to: the chaos-run-NN its recipe names
 
 
 def last_save_ok(messages: list[dict]) -> bool | None:
@@ -124,12 +107,12 @@ def last_save_ok(messages: list[dict]) -> bool | None:
 def respond(body: dict, steps: int) -> dict:
     """The fake model: a judge (no tools) or a task leg that saves notes.md at every step."""
     if not body.get("tools"):
-        said = " ".join(t for m in body.get("messages") or [] for t in _texts(m.get("content")))
+        said = " ".join(t for m in body.get("messages") or [] for t in texts(m.get("content")))
         if COMPLETE in said:
             return {"text": "YES\nthe notes are complete"}
         return {"text": "NO\nthe notes are still a draft"}
     messages = body["messages"]
-    first = " ".join(_texts(messages[0].get("content")))
+    first = " ".join(texts(messages[0].get("content")))
     found = PASS_OF.search(first)
     number = int(found.group(1)) if found else 1
     tag = tag_of({"m": first}) or "chaos-run-?"
@@ -173,7 +156,7 @@ def leg_of(body: dict) -> tuple[int, str]:
     if not body.get("tools"):
         return 0, "judging"  # the judge never sees the pass number: checked in the totals
     messages = body.get("messages") or [{}]
-    found = PASS_OF.search(" ".join(_texts(messages[0].get("content"))))
+    found = PASS_OF.search(" ".join(texts(messages[0].get("content"))))
     return (int(found.group(1)) if found else 1), "task"
 
 

@@ -1,6 +1,7 @@
 """What the benchmarks that run real clusters share (bench.chaos, bench.quota): PostgreSQL and
 Redis found or not, a Redis database number of the bench's own, a throwaway installation on them
-(or on SQLite), the fake Messages server, `manage.py qcluster` processes, and their teardown.
+(or on SQLite), the fake Messages server and how their fake models read its requests,
+`manage.py qcluster` processes, and their teardown.
 
 Needs PostgreSQL at RYSH_TEST_POSTGRES_URL (else postgres://postgres@127.0.0.1:5432/test; a
 throwaway database is created on it and dropped) and Redis at RYSH_TEST_REDIS_URL (else
@@ -9,10 +10,12 @@ redis://127.0.0.1:6379; a database number each bench names, flushed before and a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from urllib.parse import urlparse
 
 from bench.engine import FAKE_KEY, Environment, QCluster, set_up
@@ -35,6 +38,37 @@ REDIS_START = [
     "--logfile",
     "/var/log/redis/ci.log",
 ]
+
+
+# ---------------------------------------------------------------- reading a request (pure)
+
+
+def tagger(pattern: re.Pattern[str]) -> Callable[[dict], str | None]:
+    """The fake server's tagger: which run a request belongs to, by the tag `pattern` finds in it
+    (each run's recipe names its own tag, so its prompt, its until and its notes carry it)."""
+
+    def tag_of(body: dict) -> str | None:
+        match = pattern.search(json.dumps(body))
+        return match.group(0) if match else None
+
+    return tag_of
+
+
+def texts(content) -> list[str]:
+    """The texts of a message's content: its text blocks and what its tool results say."""
+    if isinstance(content, str):
+        return [content]
+    out = []
+    for block in content or []:
+        if block.get("type") == "text":
+            out.append(block.get("text", ""))
+        elif block.get("type") == "tool_result":
+            inner = block.get("content")
+            out += texts(inner) if isinstance(inner, list) else [str(inner or "")]
+    return out
+
+
+# ---------------------------------------------------------------- services
 
 
 def service_urls() -> tuple[str, str]:
@@ -103,6 +137,9 @@ class RedisService:
                 return
             time.sleep(0.1)
         raise RuntimeError("Redis did not come back: start it with " + " ".join(REDIS_START))
+
+
+# ---------------------------------------------------------------- an installation
 
 
 class Installation:

@@ -65,7 +65,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.harness import FAKE_KEY, Installation, RedisService, service_urls, services_problem
+from bench.harness import FAKE_KEY, Installation, RedisService, service_urls, services_problem, tagger, texts
 
 ROOT = Path(__file__).resolve().parent.parent
 REDIS_DB = 10  # apart from chaos (11), the live bench (12) and the scale-out tests (13-15)
@@ -107,16 +107,7 @@ every step, then reply with a one-line summary.
 # ---------------------------------------------------------------- the greedy model (pure)
 
 
-def tag_of(body: dict) -> str | None:
-    """Which run a request belongs to: the tag its recipe names (prompt, until, notes)."""
-    match = TAG.search(json.dumps(body))
-    return match.group(0) if match else None
-
-
-def _texts(content) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    return [block.get("text", "") for block in content or [] if block.get("type") == "text"]
+tag_of = tagger(TAG)  # which run a request belongs to: the quota-run-NN its recipe names
 
 
 def note_text(tag: str, step: int, size: int) -> str:
@@ -132,7 +123,7 @@ def respond(body: dict) -> dict:
     if not body.get("tools"):
         return {"text": "NO\nthe notes are not done yet", "output_tokens": cap}
     messages = body.get("messages") or [{}]
-    first = " ".join(_texts(messages[0].get("content")))
+    first = " ".join(texts(messages[0].get("content")))
     found = NOTE_BYTES.search(first)
     size = int(found.group(1)) if found else 1000
     turns = sum(1 for m in messages if m.get("role") == "assistant")
