@@ -22,19 +22,9 @@ from tests.fake_model import FakeModel, tool
 
 pytestmark = pytest.mark.django_db
 
-NOTIFYING = """
-    ---
-    notify:
-      - channel: recipe-hook
-        events: [run.ended, run.paused]
-    loop:
-      do:
-        max_iterations: 20
-        budget:
-          size: 1b
-    ---
-    Write the summary to summary.md.
-"""
+NOTIFYING = ONE_PASS.replace(  # the same recipe, naming a channel of its own
+    "    loop:\n", "    notify:\n      - channel: recipe-hook\n        events: [run.ended, run.paused]\n    loop:\n", 1
+)
 
 
 def channel(name, events=(), url="http://127.0.0.1:9/x"):
