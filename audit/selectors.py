@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit.models import AuditEntry
+from rysh_site.filters import filter_given
 
 RUN_ENTRY_LIMIT = 50
 
@@ -25,21 +26,16 @@ def audit_entries(
 ) -> QuerySet[AuditEntry]:
     """Newest first; each filter applies only when given. `action` is a prefix (`run.` is
     every run control); dates are whole local days, as a range the `at` index can use."""
-    entries = AuditEntry.objects.all()
-    if who:
-        entries = entries.filter(actor_name__icontains=who)
-    if action:
-        entries = entries.filter(action__startswith=action)
-    if target_type:
-        entries = entries.filter(target_type=target_type)
-    if target_id:
-        entries = entries.filter(target_id=target_id)
-    if source:
-        entries = entries.filter(source=source)
-    if since:
-        entries = entries.filter(at__gte=_start_of(since))
-    if until:
-        entries = entries.filter(at__lt=_start_of(until + timedelta(days=1)))
+    entries = filter_given(
+        AuditEntry.objects.all(),
+        actor_name__icontains=who,
+        action__startswith=action,
+        target_type=target_type,
+        target_id=target_id,
+        source=source,
+        at__gte=_start_of(since) if since else None,
+        at__lt=_start_of(until + timedelta(days=1)) if until else None,
+    )
     return entries.order_by("-at", "-id")
 
 

@@ -42,7 +42,6 @@ runs=<n> landed=<n> overshoot_tokens=<n> undercounted_tokens=<n> double_driven=<
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -52,33 +51,15 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
+
+from bench.harness import FAKE_KEY, Installation, RedisService, service_urls, services_problem, tagger, texts
 
 ROOT = Path(__file__).resolve().parent.parent
-FAKE_KEY = "sk-ant-fake-key"
 REDIS_DB = 11  # apart from the live bench (12) and the scale-out tests (13-15)
 LATENCY = 1.0  # seconds before the first byte of every answer
 SWEEP_EVERY = 2.0
 LOST_SECONDS = 10
 LOST_RETRIES = 20
-REDIS_START = [
-    "redis-server",
-    "--daemonize",
-    "yes",
-    "--bind",
-    "127.0.0.1",
-    "-::1",
-    "--port",
-    "6379",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-    "--dir",
-    "/var/lib/redis",
-    "--logfile",
-    "/var/log/redis/ci.log",
-]
 TAG = re.compile(r"chaos-run-\d+")
 PASS_OF = re.compile(r"This is pass (\d+) of a loop")
 COMPLETE = "[[complete]]"
@@ -105,23 +86,7 @@ one-line summary.
 # ---------------------------------------------------------------- the fake model (pure)
 
 
-def tag_of(body: dict) -> str | None:
-    """Which run a request belongs to: its recipe's tag, in the prompt, the until or the notes."""
-    match = TAG.search(json.dumps(body))
-    return match.group(0) if match else None
-
-
-def _texts(content) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    out = []
-    for block in content or []:
-        if block.get("type") == "text":
-            out.append(block.get("text", ""))
-        elif block.get("type") == "tool_result":
-            inner = block.get("content")
-            out += _texts(inner) if isinstance(inner, list) else [str(inner or "")]
-    return out
+tag_of = tagger(TAG)  # which run a request belongs to: the chaos-run-NN its recipe names
 
 
 def last_save_ok(messages: list[dict]) -> bool | None:
@@ -142,12 +107,12 @@ def last_save_ok(messages: list[dict]) -> bool | None:
 def respond(body: dict, steps: int) -> dict:
     """The fake model: a judge (no tools) or a task leg that saves notes.md at every step."""
     if not body.get("tools"):
-        said = " ".join(t for m in body.get("messages") or [] for t in _texts(m.get("content")))
+        said = " ".join(t for m in body.get("messages") or [] for t in texts(m.get("content")))
         if COMPLETE in said:
             return {"text": "YES\nthe notes are complete"}
         return {"text": "NO\nthe notes are still a draft"}
     messages = body["messages"]
-    first = " ".join(_texts(messages[0].get("content")))
+    first = " ".join(texts(messages[0].get("content")))
     found = PASS_OF.search(first)
     number = int(found.group(1)) if found else 1
     tag = tag_of({"m": first}) or "chaos-run-?"
@@ -191,7 +156,7 @@ def leg_of(body: dict) -> tuple[int, str]:
     if not body.get("tools"):
         return 0, "judging"  # the judge never sees the pass number: checked in the totals
     messages = body.get("messages") or [{}]
-    found = PASS_OF.search(" ".join(_texts(messages[0].get("content"))))
+    found = PASS_OF.search(" ".join(texts(messages[0].get("content"))))
     return (int(found.group(1)) if found else 1), "task"
 
 
@@ -255,71 +220,7 @@ def plan_faults(rng: random.Random, *, kills: int, window: float) -> list[Fault]
     return sorted(faults)
 
 
-# ---------------------------------------------------------------- services
-
-
-def service_urls() -> tuple[str, str]:
-    pg = os.environ.get("RYSH_TEST_POSTGRES_URL") or "postgres://postgres@127.0.0.1:5432/test"
-    redis = os.environ.get("RYSH_TEST_REDIS_URL") or "redis://127.0.0.1:6379"
-    return pg, redis.rstrip("/").rsplit("/", 1)[0] if re.search(r"/\d+$", redis) else redis.rstrip("/")
-
-
-def services_problem(pg_url: str, redis_base: str) -> str | None:
-    try:
-        import psycopg
-
-        psycopg.connect(pg_url, connect_timeout=3).close()
-    except Exception as exc:  # noqa: BLE001 - any failure means: not usable
-        said = str(exc).strip().splitlines()
-        return f"PostgreSQL does not answer at {pg_url}: {said[0] if said else type(exc).__name__}"
-    try:
-        import redis
-
-        redis.from_url(f"{redis_base}/{REDIS_DB}", socket_connect_timeout=3).ping()
-    except Exception as exc:  # noqa: BLE001
-        return f"Redis does not answer at {redis_base}: {exc}"
-    return None
-
-
-class RedisService:
-    def __init__(self, base: str):
-        parsed = urlparse(base)
-        self.host, self.port = parsed.hostname or "127.0.0.1", parsed.port or 6379
-        self.url = f"{base}/{REDIS_DB}"
-
-    def answers(self) -> bool:
-        import redis
-
-        try:
-            return bool(redis.from_url(self.url, socket_connect_timeout=1).ping())
-        except Exception:  # noqa: BLE001
-            return False
-
-    def flush(self) -> None:
-        import redis
-
-        redis.from_url(self.url).flushdb()  # our database number only
-
-    def stop(self) -> None:
-        subprocess.run(
-            ["redis-cli", "-h", self.host, "-p", str(self.port), "shutdown", "nosave"],
-            capture_output=True,
-            timeout=10,
-        )
-        for _ in range(50):
-            if not self.answers():
-                return
-            time.sleep(0.1)
-
-    def start(self) -> None:
-        if self.answers():
-            return
-        subprocess.run(REDIS_START, capture_output=True, timeout=10)
-        for _ in range(100):
-            if self.answers():
-                return
-            time.sleep(0.1)
-        raise RuntimeError("Redis did not come back: start it with " + " ".join(REDIS_START))
+# ---------------------------------------------------------------- the results folder
 
 
 def set_writable(folder: Path, writable: bool) -> str:
@@ -335,15 +236,15 @@ def set_writable(folder: Path, writable: bool) -> str:
 # ---------------------------------------------------------------- the bench
 
 
-class Chaos:
+class Chaos(Installation):
     def __init__(self, args, pg_url: str, redis: RedisService):
+        super().__init__()
         self.args, self.pg_url, self.redis = args, pg_url, redis
         self.rng = random.Random(args.seed)
         self.steps = 6 if args.quick else 14
         self.workers = 3
         self.timeline: list[str] = []
         self.t0 = time.monotonic()
-        self.clusters: dict[str, object] = {}
         self.incarnation: dict[str, int] = {}
         self.restart_at: dict[str, float] = {}
         self.unwritable: tuple[float, Path, int] | None = None
@@ -358,11 +259,9 @@ class Chaos:
     # -- clusters
 
     def start_cluster(self, label: str) -> None:
-        from bench.engine import QCluster
-
         n = self.incarnation[label] = self.incarnation.get(label, 0) + 1
-        self.clusters[label] = QCluster(
-            self.env,
+        self.add_cluster(
+            label,
             self.workers,
             name=f"qcluster-{label}{n}",
             environ={**self.fake.environ(FAKE_KEY), "LOG_LEVEL": "INFO"},
@@ -502,7 +401,6 @@ class Chaos:
 
     def go(self) -> Tally:
         from bench import engine
-        from tests.fakes.anthropic_server import FakeAnthropic
 
         n_runs = 4 if self.args.quick else 8
         kills = 2 if self.args.quick else 5
@@ -510,20 +408,12 @@ class Chaos:
         deadline = 150.0 if self.args.quick else 330.0
         os.environ.update(
             {
-                "DATABASE_URL": self.pg_url,
                 "RYSH_WORKER_LOST_SECONDS": str(LOST_SECONDS),
                 "RYSH_WORKER_LOST_RETRIES": str(LOST_RETRIES),
             }
         )
-        self.redis.flush()
-        self.env = engine.set_up(redis_url=self.redis.url)
-        self.fake = FakeAnthropic().start()
-        self.fake.latency = LATENCY
-        self.fake.tagger = tag_of
-        # a killed worker resets its connections: not worth a traceback on the bench's output
-        self.fake._server.handle_error = lambda request, address: None
-        self.fake.responder = lambda body: respond(body, self.steps)
-        os.environ.update(self.fake.environ(FAKE_KEY))  # run_start checks the key and the address
+        self.install(pg_url=self.pg_url, redis=self.redis)
+        self.serve(tagger=tag_of, responder=lambda body: respond(body, self.steps), latency=LATENCY)
         try:
             return self._go(engine, n_runs, kills, window, deadline)
         finally:
@@ -677,18 +567,7 @@ class Chaos:
         if self.unwritable:
             set_writable(self.unwritable[1], True)
             self.unwritable = None
-        for cluster in self.clusters.values():
-            try:
-                cluster.stop()
-            except Exception:  # noqa: BLE001 - a killed cluster may already be gone
-                pass
-        self.fake.close()
-        try:
-            self.redis.start()  # whatever happened, Redis runs when the bench ends
-            self.redis.flush()
-        finally:
-            if hasattr(self, "env"):
-                self.env.cleanup()
+        super().tear_down(restart_redis=True)  # whatever happened, Redis runs when the bench ends
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -699,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     pg_url, redis_base = service_urls()
-    problem = services_problem(pg_url, redis_base)
+    problem = services_problem(pg_url, redis_base, REDIS_DB)
     if problem:
         print(
             f"chaos: {problem}; start the service (see docs/scale-out.md) or set RYSH_TEST_POSTGRES_URL / "
@@ -708,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     started = time.monotonic()
-    chaos = Chaos(args, pg_url, RedisService(redis_base))
+    chaos = Chaos(args, pg_url, RedisService(redis_base, REDIS_DB))
     tally = chaos.go()
     print(f"({time.monotonic() - started:.0f}s)")
     print(tally.line())

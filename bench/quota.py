@@ -65,8 +65,9 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.harness import FAKE_KEY, Installation, RedisService, service_urls, services_problem, tagger, texts
+
 ROOT = Path(__file__).resolve().parent.parent
-FAKE_KEY = "sk-ant-fake-key"
 REDIS_DB = 10  # apart from chaos (11), the live bench (12) and the scale-out tests (13-15)
 LATENCY = 0.5  # seconds before the first byte of every answer
 WORKERS = 10  # RYSH_WORKERS of each cluster
@@ -106,16 +107,7 @@ every step, then reply with a one-line summary.
 # ---------------------------------------------------------------- the greedy model (pure)
 
 
-def tag_of(body: dict) -> str | None:
-    """Which run a request belongs to: the tag its recipe names (prompt, until, notes)."""
-    match = TAG.search(json.dumps(body))
-    return match.group(0) if match else None
-
-
-def _texts(content) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    return [block.get("text", "") for block in content or [] if block.get("type") == "text"]
+tag_of = tagger(TAG)  # which run a request belongs to: the quota-run-NN its recipe names
 
 
 def note_text(tag: str, step: int, size: int) -> str:
@@ -131,7 +123,7 @@ def respond(body: dict) -> dict:
     if not body.get("tools"):
         return {"text": "NO\nthe notes are not done yet", "output_tokens": cap}
     messages = body.get("messages") or [{}]
-    first = " ".join(_texts(messages[0].get("content")))
+    first = " ".join(texts(messages[0].get("content")))
     found = NOTE_BYTES.search(first)
     size = int(found.group(1)) if found else 1000
     turns = sum(1 for m in messages if m.get("role") == "assistant")
@@ -236,27 +228,16 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-def start_fake():
-    from tests.fakes.anthropic_server import FakeAnthropic
-
-    fake = FakeAnthropic().start()
-    fake.tagger = tag_of
-    fake.responder = respond
-    fake._server.handle_error = lambda request, address: None  # a stopped worker's reset: no traceback
-    os.environ.update(fake.environ(FAKE_KEY))  # run_start checks the key and the address
-    return fake
-
-
 def calibrate() -> dict[str, int]:
     """What one run of each shape spends with no quota: the server's count, in process."""
     from bench import engine
 
-    os.environ.pop("DATABASE_URL", None)
-    env = engine.set_up()
+    installation = Installation()
+    env = installation.install()
     from runs import services, worker
     from runs.wiring import arm_run
 
-    fake = start_fake()
+    fake = installation.serve(tagger=tag_of, responder=respond)
     spent = {}
     try:
         for n, shape in enumerate(sorted(SHAPES)):
@@ -266,19 +247,15 @@ def calibrate() -> dict[str, int]:
             worker.execute(run.pk, arm_run)
             spent[shape] = sum(x.billed for x in fake.exchanges if x.tag == tag)
     finally:
-        fake.close()
-        env.cleanup()
+        installation.tear_down()
     return spent
 
 
-class Scenario:
+class Scenario(Installation):
     def __init__(self, backend: str, scope: str, runs: int, seed: int, expect: dict[str, int], deadline: float):
+        super().__init__()
         self.backend, self.scope, self.n, self.seed = backend, scope, runs, seed
         self.expect, self.deadline = expect, deadline
-        self.clusters: list = []
-        self.redis = None
-        self.env = None
-        self.fake = None
         self.t0 = time.monotonic()
 
     def say(self, text: str) -> None:
@@ -288,20 +265,12 @@ class Scenario:
         from bench import engine
 
         if self.backend == "postgres":
-            from bench.chaos import RedisService, service_urls
-
             pg_url, redis_base = service_urls()
-            self.redis = RedisService(redis_base)
-            self.redis.url = f"{redis_base}/{REDIS_DB}"
-            self.redis.flush()
-            os.environ["DATABASE_URL"] = pg_url
-            self.env = engine.set_up(redis_url=self.redis.url)
+            self.install(pg_url=pg_url, redis=RedisService(redis_base, REDIS_DB))
         else:
-            os.environ.pop("DATABASE_URL", None)
-            self.env = engine.set_up()
+            self.install()
         try:
-            self.fake = start_fake()
-            self.fake.latency = LATENCY
+            self.serve(tagger=tag_of, responder=respond, latency=LATENCY)
             return self._go(engine)
         finally:
             self.tear_down()
@@ -314,10 +283,8 @@ class Scenario:
 
         labels = ("A", "B") if self.backend == "postgres" else ("A",)
         for label in labels:
-            self.clusters.append(
-                engine.QCluster(self.env, WORKERS, name=f"qcluster-{label}", environ=self.fake.environ(FAKE_KEY))
-            )
-        for cluster in self.clusters:
+            self.add_cluster(label, WORKERS, name=f"qcluster-{label}", environ=self.fake.environ(FAKE_KEY))
+        for cluster in self.clusters.values():
             cluster.wait_ready(WORKERS)
         planned = plan_runs(self.n, self.seed)
         paths = {name: engine.write_recipe(self.env, name, recipe_text(tag, shape)) for name, tag, shape in planned}
@@ -462,21 +429,6 @@ class Scenario:
             )
         )
 
-    def tear_down(self) -> None:
-        for cluster in self.clusters:
-            try:
-                cluster.stop()
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-        if self.fake is not None:
-            self.fake.close()
-        try:
-            if self.redis is not None:
-                self.redis.flush()
-        finally:
-            if self.env is not None:
-                self.env.cleanup()
-
 
 # ---------------------------------------------------------------- the parent
 
@@ -527,9 +479,7 @@ def main(argv: list[str] | None = None) -> int:
 
     scenarios = [s for s in SCENARIOS if s[0] == "sqlite"] if args.quick else list(SCENARIOS)
     if not args.quick:
-        from bench.chaos import service_urls, services_problem
-
-        problem = services_problem(*service_urls())
+        problem = services_problem(*service_urls(), REDIS_DB)
         if problem:
             print(
                 f"quota: {problem}; start the service or set RYSH_TEST_POSTGRES_URL / RYSH_TEST_REDIS_URL "

@@ -31,6 +31,7 @@ from runs.models import (
     StepStatus,
 )
 from runs.report import cache_hit_percent
+from rysh_site.filters import filter_given
 from spend.prices import FREE_MODELS
 from spend.selectors import start_of, zone
 
@@ -294,17 +295,14 @@ def run_history(
     *, recipe: str = "", kind: str = "", cause: str = "", since: date | None = None, until: date | None = None
 ) -> QuerySet[Run]:
     """Finished runs, newest first; each filter applies only when given."""
-    runs = Run.objects.filter(state=RunState.FINISHED)
-    if recipe:
-        runs = runs.filter(name__icontains=recipe)
-    if kind:
-        runs = runs.filter(kind=kind)
-    if cause:
-        runs = runs.filter(cause__icontains=cause)
-    if since:
-        runs = runs.filter(ended_at__date__gte=since)
-    if until:
-        runs = runs.filter(ended_at__date__lte=until)
+    runs = filter_given(
+        Run.objects.filter(state=RunState.FINISHED),
+        name__icontains=recipe,
+        kind=kind,
+        cause__icontains=cause,
+        ended_at__date__gte=since,
+        ended_at__date__lte=until,
+    )
     return runs.order_by("-ended_at", "-id")
 
 

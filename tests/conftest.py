@@ -56,6 +56,18 @@ def snapshots_root(settings, tmp_path):
 
 SCRIPT = 'passes:\n  - task:\n      - text: Done.\n    judge: "YES\\nok"\n'
 
+# one pass, no loop: a run that saves summary.md and is done (for `start`)
+ONE_PASS = """
+    ---
+    loop:
+      do:
+        max_iterations: 20
+        budget:
+          size: 1b
+    ---
+    Write the summary to summary.md.
+"""
+
 
 @pytest.fixture
 def results_root(settings, tmp_path):
@@ -66,14 +78,16 @@ def results_root(settings, tmp_path):
 
 @pytest.fixture
 def recipe_file(tmp_path, results_root):
-    """Write a task recipe (with a stub script beside it, so the scripted provider is chosen)."""
+    """Write a task recipe (with a stub script beside it, so the scripted provider is chosen;
+    `script=None`: none, so the run talks to Claude)."""
 
-    def write(text: str, name: str = "job") -> Path:
+    def write(text: str, name: str = "job", *, script: str | None = SCRIPT) -> Path:
         folder = tmp_path / "repo/.rysh/automations/tasks"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{name}.md"
         path.write_text(textwrap.dedent(text).lstrip())
-        (folder / f"{name}.script.yaml").write_text(SCRIPT)
+        if script is not None:
+            (folder / f"{name}.script.yaml").write_text(script)
         return path
 
     return write

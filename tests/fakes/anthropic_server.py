@@ -846,6 +846,17 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def judge_or(fake: FakeAnthropic, verdict: str = "YES\nsummary.md is there") -> list[dict[str, Any]]:
+    """Answer judge calls with `verdict`, the others from the queue returned (then "Done.")."""
+    queue: list[dict[str, Any]] = []
+    fake.responder = lambda body: (
+        {"text": verdict}
+        if "independent judge" in str(body.get("system"))
+        else (queue.pop(0) if queue else {"text": "Done."})
+    )
+    return queue
+
+
 @pytest.fixture
 def fake_anthropic(monkeypatch):
     """A started fake, with the SDK's environment pointed at it for the test's duration."""

@@ -17,35 +17,14 @@ from runs import services as run_services
 from runs.engine import pause_run
 from runs.models import Run
 from runs.signals import budget_crossed
-from tests.conftest import drive
+from tests.conftest import ONE_PASS, drive
 from tests.fake_model import FakeModel, tool
 
 pytestmark = pytest.mark.django_db
 
-ONE_PASS = """
-    ---
-    loop:
-      do:
-        max_iterations: 20
-        budget:
-          size: 1b
-    ---
-    Write the summary to summary.md.
-"""
-
-NOTIFYING = """
-    ---
-    notify:
-      - channel: recipe-hook
-        events: [run.ended, run.paused]
-    loop:
-      do:
-        max_iterations: 20
-        budget:
-          size: 1b
-    ---
-    Write the summary to summary.md.
-"""
+NOTIFYING = ONE_PASS.replace(  # the same recipe, naming a channel of its own
+    "    loop:\n", "    notify:\n      - channel: recipe-hook\n        events: [run.ended, run.paused]\n    loop:\n", 1
+)
 
 
 def channel(name, events=(), url="http://127.0.0.1:9/x"):

@@ -15,7 +15,6 @@ from runs.worker import execute_rejudge
 from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401 (fixture)
 from tests.recipes_git import login, make_user, work  # noqa: F401
 from tests.reviews.test_view_rejudge import history, propose, queued, seen  # noqa: F401 (fixtures)
-from tests.reviews.test_view_review import grace, linus  # noqa: F401 (fixtures)
 from tests.runs.rejudge_fixtures import judged_run
 
 pytestmark = pytest.mark.django_db

@@ -20,27 +20,9 @@ from reviews.services import (
     text_diff,
 )
 from tests.recipes_git import login, make_user, recipe_text, work  # noqa: F401
+from tests.reviews.conftest import propose
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def grace(work):
-    recipes_sync()
-    return login(Client(), make_user("grace"))
-
-
-@pytest.fixture
-def linus(work):
-    return login(Client(), make_user("linus"))
-
-
-def propose(client, text=None, message="Bigger budget"):
-    client.post(
-        "/recipes/task/report/edit/",
-        {"text": text or recipe_text("bigger", size="5b", total="25b"), "message": message},
-    )
-    return ChangeRequest.objects.latest("id")
 
 
 def revise(client, change, description="smaller"):

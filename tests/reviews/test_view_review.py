@@ -5,32 +5,12 @@ from django.test import Client
 
 from budgets.units import BOOK
 from catalogue.models import Recipe
-from catalogue.sync import recipes_sync
-from reviews.models import ChangeRequest
 from spend.services import quota_set
 from tests.recipes_git import login, make_user, recipe_text, work  # noqa: F401
+from tests.reviews.conftest import propose
 
 pytestmark = pytest.mark.django_db
 HOSTILE = "<script>alert(1)</script>"
-
-
-@pytest.fixture
-def grace(work):
-    recipes_sync()
-    return login(Client(), make_user("grace"))
-
-
-@pytest.fixture
-def linus(work):
-    return login(Client(), make_user("linus"))
-
-
-def propose(client, text=None, message="Bigger budget"):
-    client.post(
-        "/recipes/task/report/edit/",
-        {"text": text or recipe_text("bigger", size="5b", total="25b"), "message": message},
-    )
-    return ChangeRequest.objects.latest("id")
 
 
 def test_the_whole_loop_edit_review_approve_history(grace, linus, work):

@@ -4,11 +4,10 @@ person looked is not taken."""
 
 import pytest
 
-from agents.ports import ToolResult
 from runs.approvals import gate, gate_call, normal_urls
 from runs.models import Approval, ApprovalState, Step
 from tests.fake_model import FakeModel, tool
-from tests.runs.test_approvals import Person, drive_with
+from tests.runs.test_approvals import Person, Tools, drive_with
 
 GATED = """
     ---
@@ -25,24 +24,16 @@ GATED = """
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-class Page:
+class Page(Tools):
     """A tools port over a pretend page: Enter on `#go` clicks the button it shows, whose label
     a test can change (as a page may while a person looks at the approval)."""
 
+    names = ("press", "click", "navigate")
+
     def __init__(self, label="Publish now", change_to=None):
+        super().__init__()
         self.label, self.change_to = label, change_to
-        self.calls = []
         self.asked = 0
-
-    def specs(self):
-        return [
-            {"name": n, "description": n, "input_schema": {"type": "object", "properties": {}}}
-            for n in ("press", "click", "navigate")
-        ]
-
-    def call(self, name, arguments):
-        self.calls.append((name, arguments))
-        return ToolResult(f"{name} done")
 
     def approval_subjects(self, name, arguments):
         return [v for v in arguments.values() if isinstance(v, str)]

@@ -31,14 +31,13 @@ GATED = """
 class Tools:
     """A tools port that only records what it was asked to do."""
 
+    names = ("publish", "click", "look")
+
     def __init__(self):
         self.calls = []
 
     def specs(self):
-        return [
-            {"name": n, "description": n, "input_schema": {"type": "object", "properties": {}}}
-            for n in ("publish", "click", "look")
-        ]
+        return [{"name": n, "description": n, "input_schema": {"type": "object", "properties": {}}} for n in self.names]
 
     def call(self, name, arguments):
         self.calls.append((name, arguments))

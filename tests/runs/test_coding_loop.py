@@ -17,7 +17,7 @@ from django.core.management import call_command
 from runs import services, worker
 from runs.models import Control, Run
 from runs.wiring import arm_run
-from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401 (fixture)
+from tests.fakes.anthropic_server import fake_anthropic, judge_or  # noqa: F401 (fixture)
 from tests.recipes_git import git
 from tests.runs.test_view_runs import client_for, user_with
 from tests.workspaces.conftest import CALC, FIX, code_repo, write_recipe  # noqa: F401 (fixture)
@@ -48,12 +48,8 @@ def bash(command):
 
 
 def serve(fake, turns, verdict="YES\ntest-output.txt ends with OK; only pkg/calc.py changed."):
-    queue = list(turns)
-    fake.responder = lambda body: (
-        {"text": verdict}
-        if "independent judge" in str(body.get("system"))
-        else (queue.pop(0) if queue else {"text": "Done."})
-    )
+    queue = judge_or(fake, verdict)
+    queue += turns
     return queue
 
 

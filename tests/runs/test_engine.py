@@ -6,21 +6,10 @@ import pytest
 
 from runs import ledger, services
 from runs.models import Control, LedgerEntry, Pass, Run, RunState, Step, StepStatus
-from tests.conftest import drive
+from tests.conftest import ONE_PASS, drive
 from tests.fake_model import Failing, FakeModel, tool
 
 pytestmark = pytest.mark.django_db
-
-ONE_PASS = """
-    ---
-    loop:
-      do:
-        max_iterations: 20
-        budget:
-          size: 1b
-    ---
-    Write the summary to summary.md.
-"""
 
 LOOP = """
     ---

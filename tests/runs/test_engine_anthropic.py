@@ -8,7 +8,7 @@ import pytest
 from runs import services, worker
 from runs.models import LedgerEntry, Run, RunEvent, Step
 from runs.wiring import arm_run
-from tests.fakes.anthropic_server import FakeAnthropic, fake_anthropic  # noqa: F401 (fixture)
+from tests.fakes.anthropic_server import FakeAnthropic, fake_anthropic, judge_or  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -28,23 +28,8 @@ Write summary.md.
 
 
 @pytest.fixture
-def recipe(tmp_path, results_root):
-    folder = tmp_path / "repo/.rysh/automations/tasks"
-    folder.mkdir(parents=True)
-    path = folder / "summarise.md"
-    path.write_text(RECIPE)
-    return path
-
-
-def judge_or(fake, verdict="YES\nsummary.md is there"):
-    """Answer judge calls with `verdict`; others from the reply queue."""
-    queue = []
-    fake.responder = lambda body: (
-        {"text": verdict}
-        if "independent judge" in str(body.get("system"))
-        else (queue.pop(0) if queue else {"text": "Done."})
-    )
-    return queue
+def recipe(recipe_file):
+    return recipe_file(RECIPE, "summarise", script=None)
 
 
 def test_it_runs_on_claude_with_no_code_change(fake_anthropic, recipe):

@@ -11,7 +11,7 @@ from django.test import Client
 from runs import services, worker
 from runs.models import LedgerEntry, Pass, RunEvent, Step
 from runs.wiring import arm_run
-from tests.fakes.anthropic_server import FakeAnthropic, fake_anthropic  # noqa: F401 (fixture)
+from tests.fakes.anthropic_server import FakeAnthropic, fake_anthropic, judge_or  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -36,22 +36,8 @@ LIST = {"name": "list_results", "input": {}}
 
 
 @pytest.fixture
-def recipe(tmp_path, results_root):
-    folder = tmp_path / "repo/.rysh/automations/tasks"
-    folder.mkdir(parents=True)
-    path = folder / "summarise.md"
-    path.write_text(RECIPE)
-    return path
-
-
-def judge_or(fake, verdict="YES\nsummary.md is there"):
-    queue = []
-    fake.responder = lambda body: (
-        {"text": verdict}
-        if "independent judge" in str(body.get("system"))
-        else (queue.pop(0) if queue else {"text": "Done."})
-    )
-    return queue
+def recipe(recipe_file):
+    return recipe_file(RECIPE, "summarise", script=None)
 
 
 def run_it(recipe):

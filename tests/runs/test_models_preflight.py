@@ -27,15 +27,8 @@ Write summary.md.
 
 
 @pytest.fixture
-def recipe(tmp_path, results_root):
-    def write(model: str):
-        folder = tmp_path / "repo/.rysh/automations/tasks"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "summarise.md"
-        path.write_text(RECIPE.format(model=model))
-        return path
-
-    return write
+def recipe(recipe_file):
+    return lambda model: recipe_file(RECIPE.format(model=model), "summarise", script=None)
 
 
 def test_it_refuses_a_model_the_key_cannot_use_before_anything_is_spent(fake_anthropic, recipe):

@@ -13,16 +13,12 @@ from spend.models import ModelPrice
 from spend.prices import price_of
 from spend.services import price_set
 from tests.runs.test_view_runs import client_for, user_with
+from tests.spend.conftest import field_error
 from tests.spend.test_selectors import fresh_prices  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
 FABLE_5_2 = {"model": "claude-fable-5-2", "input": "5", "output": "25", "cache_read": "0.5", "cache_write": "6.25"}
-
-
-@pytest.fixture
-def admin():
-    return client_for(user_with("admin"))
 
 
 def row(page: str, row_id: str) -> str:
@@ -88,9 +84,7 @@ def test_an_admin_overrides_a_built_in_price_and_removes_the_override(admin, dja
 def test_it_shows_each_error_beside_its_field(admin, data, field, message):
     response = admin.post("/prices/", data)
     assert response.status_code == 400
-    page = response.content.decode()
-    start = page.index(f'id="id_{field}_error"')
-    assert message in page[start : start + 300]
+    assert message in field_error(response.content.decode(), field)
     assert not ModelPrice.objects.exists()
 
 

@@ -14,15 +14,11 @@ from spend import services
 from spend.models import Quota
 from spend.services import quota_set
 from tests.runs.test_view_runs import client_for, user_with
+from tests.spend.conftest import field_error
 
 pytestmark = pytest.mark.django_db
 
 DAILY = {"scope": "installation", "window": "day", "tokens": "2b", "dollars": ""}
-
-
-@pytest.fixture
-def admin():
-    return client_for(user_with("admin"))
 
 
 def test_it_needs_a_login(client):
@@ -95,9 +91,7 @@ def test_it_sets_a_person_s_quota_in_tokens_and_dollars(admin):
 def test_it_shows_each_error_beside_its_field(admin, data, field, message):
     response = admin.post("/quotas/", data)
     assert response.status_code == 400
-    page = response.content.decode()
-    start = page.index(f'id="id_{field}_error"')
-    assert message in page[start : start + 300]
+    assert message in field_error(response.content.decode(), field)
     assert not Quota.objects.exists()
 
 
