@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import browser as browser_module
-from agents.browser import browser_env, launch_options, resolver_rules, sandbox_refusal
+from agents import browser_launch
+from agents.browser_guard import resolver_rules
+from agents.browser_launch import browser_env, launch_options, sandbox_refusal
 from runs.approvals import gate_call
 
 SECRETS = {
@@ -159,9 +160,9 @@ def test_launch_options_sandbox_webrtc_dns_rules_and_environment(monkeypatch):
 
 
 def test_it_warns_and_tells_the_run_when_chromium_runs_without_its_sandbox(make_tools, sites, monkeypatch, caplog):
-    monkeypatch.setattr(browser_module, "sandbox_problem", lambda: "a test says so")
+    monkeypatch.setattr(browser_launch, "sandbox_problem", lambda: "a test says so")
     tools = make_tools()
-    with caplog.at_level(logging.WARNING, logger="agents.browser"):
+    with caplog.at_level(logging.WARNING, logger="agents.browser_launch"):
         tools.open(sites[0].url("/"))
     assert "Chromium runs WITHOUT its sandbox: a test says so" in caplog.text
     assert "security: Chromium runs WITHOUT its sandbox: a test says so" in tools.notes
@@ -172,21 +173,21 @@ def test_it_warns_and_tells_the_run_when_chromium_runs_without_its_sandbox(make_
 def test_it_tries_the_sandbox_first_and_falls_back_only_when_chromium_refuses_it(
     make_tools, sites, monkeypatch, caplog
 ):
-    monkeypatch.setattr(browser_module, "probe_sandbox", lambda: None)  # the kernel seems to allow it
-    monkeypatch.setattr(browser_module, "_sandbox_failed", [])
+    monkeypatch.setattr(browser_launch, "probe_sandbox", lambda: None)  # the kernel seems to allow it
+    monkeypatch.setattr(browser_launch, "_sandbox_failed", [])
     tools = make_tools()
-    with caplog.at_level(logging.WARNING, logger="agents.browser"):
+    with caplog.at_level(logging.WARNING, logger="agents.browser_launch"):
         tools.open(sites[0].url("/"))
     assert not tools.call("read_page", {}).is_error
     commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in chromium_processes(tools.profile_dir)]
-    if os.geteuid() != 0 and not browser_module._sandbox_failed:
+    if os.geteuid() != 0 and not browser_launch._sandbox_failed:
         assert commands and not any(b"--no-sandbox" in c for c in commands)  # sandboxed
         return
     # as root (CI, containers) Chromium refuses to start sandboxed: the fallback is said, once
     assert "Chromium runs WITHOUT its sandbox: it did not start with its sandbox" in caplog.text
     assert any(n.startswith("security: Chromium runs WITHOUT its sandbox") for n in tools.notes)
     assert any(b"--no-sandbox" in c for c in commands)
-    assert browser_module.sandbox_problem().startswith("it did not start with its sandbox")
+    assert browser_launch.sandbox_problem().startswith("it did not start with its sandbox")
 
 
 def test_chromium_never_sees_the_workers_secrets(make_tools, sites, monkeypatch):
@@ -251,7 +252,7 @@ def test_frames_outside_the_list_are_refused_directly_or_through_a_redirect(make
                 break
         assert "[allowed_domains refused 1 request(s)" in said and f"localhost:{b.port}/frame" in said, path
         assert "own text" in said and "B CONTENT" not in said  # the page itself stays
-        frames = tools._run(lambda: [f.url for f in tools._page.frames])
+        frames = tools._run(lambda: [f.url for f in tools.tab.page.frames])
         assert not any("localhost" in url for url in frames), frames
     assert b.log == []
 
@@ -274,7 +275,7 @@ def test_the_way_out_refuses_what_routing_cannot_see(make_tools, sites, loopback
 
         tools = make_tools(allowed_domains=("127.0.0.1",), private_hosts=private_hosts)
         tools.open(a.url("/"))
-        tools._run(lambda: tools._context.remove_listener("request", tools._watch_request))
+        tools._run(lambda: tools.tab.context.remove_listener("request", tools.guard._watch_request))
         tools.call("navigate", {"url": a.url("/go")})
         assert "C CONTENT" not in tools.call("read_page", {}).content and c.log == []
     finally:

@@ -12,7 +12,9 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from agents.browser import BrowserError, ProfileLock, _private_dir, launch_options, profile_path, start_with_sandbox
+from agents.browser_errors import BrowserError
+from agents.browser_launch import launch_options, start_with_sandbox
+from agents.browser_profiles import ProfileLock, private_dir, profile_path
 
 
 class Command(BaseCommand):
@@ -43,7 +45,7 @@ class Command(BaseCommand):
         except BrowserError as exc:
             raise CommandError(str(exc)) from None
         try:
-            _private_dir(folder)
+            private_dir(folder)
             with sync_playwright() as playwright:
                 notes: list[str] = []
                 executable = settings.RYSH_CHROMIUM or None

@@ -1,0 +1,185 @@
+"""`auto <kind> check PATH|NAME [ARGS…]` (the recipe, its plan, models, quotas and warnings)
+and `auto <kind> rejudge NAME` (a proposed judge over the recipe's last judged results)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import CommandError
+
+from agents import models_api
+from agents.browser_tools import BROWSER_TOOL_NAMES
+from agents.coding_tools import BASH_TOOL, FILE_TOOL_NAMES
+from agents.task_tools import HTTP_TOOL, RESULT_TOOLS
+from budgets.plan import resolve
+from catalogue.checks import extra_issues
+from catalogue.plan_report import model_notes, models_for, plan_lines
+from catalogue.recipe import RecipeError, RecipeIssue, load_recipe, parse_recipe, unfilled_placeholders
+from catalogue.selectors import tokenizer_notes
+from catalogue.spec import Kind
+from catalogue.workdir import find_recipe
+from runs import rejudge, services
+from runs.cli.common import Cli
+from runs.outlook import WorstCase, price_warnings, quota_lines
+
+
+def do_check(cli: Cli, target, recipe_args, options):
+    try:
+        spec = load_recipe(find_recipe(target, kind=cli.kind, root=settings.RYSH_RECIPES_REPO), kind=cli.kind)
+    except FileNotFoundError as exc:
+        raise CommandError(str(exc)) from None
+    except RecipeError as exc:
+        for issue in exc.issues:
+            cli.stderr.write(str(issue))
+        raise CommandError(f"{len(exc.issues)} error(s) in {target}") from None
+    if extra := extra_issues(spec):  # what needs the database, e.g. notify: channels
+        for issue in extra:
+            cli.stderr.write(str(issue))
+        raise CommandError(f"{len(extra)} error(s) in {target}")
+    plan = resolve(spec.do, spec.loop_while)
+    executor, judge = models_for(spec)
+    if issues := _model_issues(spec, executor, judge if plan.judge_tokens else None):
+        for issue in issues:
+            cli.stderr.write(str(issue))
+        raise CommandError(f"{len(issues)} error(s) in {target}")
+    for line in plan_lines(spec, plan, executor=executor, judge=judge):
+        cli.stdout.write(line)
+    for line in model_notes(spec) + tokenizer_notes(spec, executor=executor, judge=judge):
+        cli.stdout.write(f"model: {line}")
+    worst = WorstCase.of(plan, executor=executor, judge=judge)
+    # the installation's and the recipe's quotas: the CLI has no user, so no user quota
+    for line in quota_lines(target=spec.target, user_id=None, worst=worst):
+        cli.stdout.write(f"quota: {line}")
+    warnings = [
+        *spec.warnings,
+        *plan.warnings,
+        *unfilled_placeholders(spec, recipe_args if recipe_args else None),
+        *_approve_warnings(spec),
+        *price_warnings(worst.models),
+        *_models_unchecked(),
+    ]
+    if warnings:
+        cli.stdout.write("warnings:")
+        for warning in warnings:
+            cli.stdout.write(f"  - {warning}")
+    cli.stdout.write(f"ok: {spec.target} is valid")
+
+
+def do_rejudge(cli: Cli, target, recipe_args, options):
+    """The proposed judge over the recipe's last N snapshotted results, here and now."""
+    source = services.recipe_source(kind=cli.kind, name_or_path=target)
+    try:
+        spec = parse_recipe(source.text, path=source.path, kind=cli.kind)
+    except RecipeError as exc:
+        raise CommandError(str(exc)) from None
+    until = (spec.loop_while.until or "").strip()
+    if options.get("until_file"):
+        try:
+            until = Path(options["until_file"]).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(
+                f"cannot read --until-file {options['until_file']}: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
+    if not until:
+        raise CommandError(f"{spec.target} has no until: give the goal to judge against with --until-file")
+    judge_model = options.get("judge_model") or models_for(spec)[1]
+    asked = dict(kind=cli.kind, name=spec.name, until=until, judge_model=judge_model, n=options["rejudge_n"])
+    try:
+        estimate = rejudge.rejudge_estimate(**asked, provider=options.get("provider"))
+        cli.stdout.write(f"estimate: {estimate.describe()}")
+        if estimate.provider == "scripted":
+            cli.stdout.write(f"note: {rejudge.SCRIPTED_NOTE}")
+        started = rejudge.rejudge_start(**asked, provider=options.get("provider"), enqueue=False)
+    except rejudge.RejudgeRefused as exc:
+        raise CommandError(str(exc)) from None
+    done = rejudge.rejudge_execute(started.pk)
+    delta = rejudge.rejudge_delta(done)
+    for line in rejudge_table(delta):
+        cli.stdout.write(line)
+    cli.stdout.write(delta.summary())
+    money = (
+        "free (offline)"
+        if done.provider == "scripted"
+        else (f"${done.cost:.4f}" if done.cost is not None else "unpriced")
+    )
+    cli.stdout.write(
+        f"re-judge #{done.pk} {done.cause}: {done.tokens_counted:,} of {done.budget_tokens:,} tokens, {money}"
+    )
+    if done.cause != "done":
+        raise CommandError(f"re-judge #{done.pk} ended: {done.cause}")
+
+
+MODEL_FIELDS = {"executor": ("loop.do.model", "model"), "judge": ("loop.while.judge_model", "judge_model")}
+MODEL_LINE = re.compile(r"""\s*(model|judge_model)\s*:\s*['"]?([^'"#\s]+)""")
+
+
+def _model_issues(spec, executor: str, judge: str | None) -> list[RecipeIssue]:
+    """With a key: a recipe error for each model the key cannot use, at the line naming it
+    (a model from the settings has no line: the setting is named instead)."""
+    issues = []
+    for role, model in (("executor", executor), ("judge", judge)):
+        problem = models_api.unusable([model]) if model else None
+        if problem:
+            issues.append(RecipeIssue(Path(spec.path).name, *_model_place(spec, role, model), problem))
+    return issues
+
+
+def _models_unchecked() -> list[str]:
+    """With a key whose list could not be read: say the models went unchecked (not an error)."""
+    problem = models_api.available_models().error if models_api.has_key() else None
+    return [f"models not checked: {problem}"] if problem else []
+
+
+def _model_place(spec, role: str, model: str) -> tuple[int | None, str]:
+    """(line, field) of where the recipe names the model."""
+    own = spec.do.model if role == "executor" else spec.loop_while.judge_model
+    top = spec.model if role == "executor" else spec.judge_model
+    if not (own or top):
+        return None, "RYSH_EXECUTOR_MODEL" if role == "executor" else "RYSH_JUDGE_MODEL"
+    field = MODEL_FIELDS[role][0 if own else 1]
+    name = field.rsplit(".", 1)[-1]
+    try:
+        lines = Path(spec.path).read_text().splitlines()
+    except OSError:
+        return None, field
+    for number, text in enumerate(lines, 1):
+        match = MODEL_LINE.match(text)
+        if match and match.group(1) == name and match.group(2) == model:
+            return number, field
+    return None, field
+
+
+def _approve_warnings(spec) -> list[str]:
+    """`approve:` entries that name no tool of this kind of recipe would never hold anything."""
+    known = {t["name"] for t in RESULT_TOOLS}
+    if spec.kind == Kind.WEB:
+        known |= BROWSER_TOOL_NAMES
+    elif spec.workdir is not None:
+        known |= {BASH_TOOL["name"], *FILE_TOOL_NAMES}
+    else:
+        known |= {HTTP_TOOL["name"]}
+    return [
+        f"approve: {entry!r} names no {spec.kind} tool ({', '.join(sorted(known))}), so it never holds anything"
+        for entry in spec.approve
+        if entry.partition(":")[0].partition("(")[0].strip() not in known
+    ]
+
+
+def rejudge_table(delta) -> list[str]:
+    """pass | old | new | what people said | the new judge's reason, one line each."""
+    lines = [f"{'pass':<18} {'old':<4} {'new':<10} {'people':<30} new reason"]
+    for row in delta.rows:
+        item, p = row.item, row.item.run_pass
+        where = f"run #{p.run_id} pass {p.number}" if p else "(run deleted)"
+        new = (item.new_verdict + (" FLIP" if item.flipped else "")) if item.new_verdict else "not judged"
+        people = "—"
+        if row.label is not None:
+            people = f"judge {'right' if row.label.judge_right else 'wrong'} ({row.truth})"
+            people += {True: ", agrees", False: ", disagrees"}.get(row.agrees, "")
+        lines.append(f"{where:<18} {item.old_verdict:<4} {new:<10} {people:<30} {item.new_reason}")
+    return lines
+
+
+VERBS = {"check": do_check, "rejudge": do_rejudge}
