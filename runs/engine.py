@@ -18,16 +18,14 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
-from django.db.models import Case, Value, When
 from django.utils import timezone
 
-from agents.ports import ModelCancelled, ModelError, ModelPort, ModelReply, ModelRequest, ToolsPort
+from agents.ports import ModelCancelled, ModelError, ModelReply, ModelRequest
 from budgets.efforts import takes_effort
 from budgets.guard import (
     DEFAULT_MAX_OUTPUT,
@@ -40,14 +38,15 @@ from budgets.guard import (
     leg_left,
     size,
 )
-from budgets.plan import JUDGE_MAX_TOKENS, Plan
+from budgets.plan import JUDGE_MAX_TOKENS
 from budgets.quota import reservation_micros
 from catalogue.recipe import render
-from catalogue.spec import RecipeSpec
-from runs import approvals, events, fitting, snapshots
+from runs import events, fitting, snapshots
 from runs import judge as judging
 from runs.arming import first_message, reminder, resumed_message, seeded_message
 from runs.conversation import Conversation, call_identity, tool_result, without_images
+from runs.engine_controls import CONTROL_POLL_SECONDS, ApprovalGate, Controls, keep_stop
+from runs.engine_parts import Armed, Paused
 from runs.ledger import Ledger
 from runs.models import Control, Pass, PassStop, Phase, Run, RunState, Step, StepStatus
 from runs.report import write_report
@@ -55,9 +54,10 @@ from runs.signals import run_finished, run_paused
 from spend.prices import micros_per_token
 from spend.quotas import QuotaRefused, room_for
 
+__all__ = ["CONTROL_POLL_SECONDS", "Armed", "Engine", "Paused", "finish_run", "pause_run"]
+
 log = logging.getLogger(__name__)
 
-CONTROL_POLL_SECONDS = 0.5
 BUDGET_STOPS = (PassStop.STEPS, PassStop.TIME, PassStop.TOKENS, PassStop.LANDED)
 LOOP_WINDOW = 20  # loop detection: the last 20 tool calls of the pass...
 LOOP_REPEATS = 3  # ...may hold the same call (name and input) at most 3 times
@@ -69,23 +69,6 @@ QUOTA_CUT = (
 )
 
 
-class Paused(Exception):
-    """The run left the worker paused (cancelled, step cap); its checkpoint is saved."""
-
-
-@dataclass
-class Armed:
-    spec: RecipeSpec
-    plan: Plan
-    output_dir: Path
-    model: ModelPort
-    tools: ToolsPort
-    system: str
-    # ask the provider for exact counts near the edge and cut tool results to fit (False:
-    # the byte bound alone, as before; bench.efficiency measures both)
-    exact_counts: bool = True
-
-
 class Engine:
     def __init__(self, run: Run, armed: Armed):
         self.run = run
@@ -93,8 +76,8 @@ class Engine:
         self.plan = armed.plan
         self.ledger = Ledger(run)
         self.conversation: Conversation | None = None  # the current pass's, while it runs
-        self._control_checked = 0.0
-        self._control_fresh = False  # the last settle read the control back: no need to ask
+        self.controls = Controls(run)
+        self.gate = ApprovalGate(run, armed, self.controls)
         self._quota_refusals = 0  # in a row, for the call about to be made
         self._quota_cut = False  # the call about to be made has a max_tokens a quota clamped
 
@@ -141,7 +124,7 @@ class Engine:
 
     def _stop_requested(self) -> bool:
         """A stop asked for at any time before the next pass: the run ends without iterating."""
-        if self._read_control(force=True) == Control.STOP:
+        if self.controls.read(force=True) == Control.STOP:
             self._finish("stopped by user")
             return True
         return False
@@ -223,7 +206,7 @@ class Engine:
         with transaction.atomic():
             self.conversation.save()
             run_pass.save()
-            Run.objects.filter(pk=self.run.pk).update(phase=Phase.WRAP_UP, control=_keep_stop())
+            Run.objects.filter(pk=self.run.pk).update(phase=Phase.WRAP_UP, control=keep_stop())
         self.run.refresh_from_db(fields=["phase", "control"])
         events.record(
             self.run,
@@ -300,9 +283,9 @@ class Engine:
     # -- a leg: steps until the model is done or a ceiling is hit --------------------------
 
     def _leg(self, run_pass: Pass, leg: str) -> str:
-        self._control_fresh = False  # a leg's first step reads the control itself
+        self.controls.leg_started()
         while True:
-            control = self._control_before_step()
+            control = self.controls.before_step()
             if control == Control.CANCEL:
                 self._pause("cancelled")
             if control == Control.LAND and leg == Phase.TASK:
@@ -387,7 +370,7 @@ class Engine:
             purpose=leg,
             pass_number=run_pass.number,
             leg_start=run_pass.leg_start,
-            cancelled=self._cancel_requested,
+            cancelled=self.controls.cancel_requested,
             effort=self._effort(),
         )
 
@@ -431,7 +414,7 @@ class Engine:
             purpose=leg,
             pass_number=run_pass.number,
             leg_start=run_pass.leg_start,
-            cancelled=self._cancel_requested,
+            cancelled=self.controls.cancel_requested,
             effort=self._effort(),
         )
         try:
@@ -553,7 +536,7 @@ class Engine:
         results, waited = [], 0.0
         history = self.conversation.call_history()
         for call in reply.tool_calls:
-            if self._read_control(force=True) == Control.CANCEL:
+            if self.controls.read(force=True) == Control.CANCEL:
                 results.append(tool_result(call["id"], "not run: the run was cancelled", True))
                 continue
             identity = call_identity(call)
@@ -572,7 +555,7 @@ class Engine:
                     )
                 )
                 continue
-            held = self._approval(call, run_pass, step)
+            held = self.gate.hold(call, run_pass, step)
             if held is not None:
                 refused, seconds = held
                 waited += seconds
@@ -589,43 +572,6 @@ class Engine:
         except Exception as exc:  # a tool bug goes back to the model, never crashes the pass
             log.exception("tool %s failed", call.get("name"))
             return tool_result(call["id"], f"tool failed: {type(exc).__name__}: {exc}", True)
-
-    def _approval(self, call: dict, run_pass: Pass, step: Step):
-        """Hold a call the recipe's `approve:` names until a person answers: (why it is not
-        done, or "" when it was approved; seconds waited), or None when it needs no approval."""
-        patterns = self.armed.spec.approve
-        if not patterns:
-            return None
-        arguments = call.get("input") or {}
-        asked = approvals.equivalents_of(self.armed.tools, call["name"], arguments)
-        matched = approvals.gate_call(patterns, asked)
-        if matched is None:
-            return None
-        began = time.monotonic()
-        approval = approvals.request(
-            self.run,
-            pass_number=run_pass.number,
-            step_number=step.number,
-            call=call,
-            pattern=matched[0],
-            subject=matched[1],
-            timeout_seconds=self.armed.spec.approve_timeout or settings.RYSH_APPROVAL_TIMEOUT,
-        )
-        approval = approvals.wait(approval, interrupted=self._approval_interrupted)
-        self.run.state = RunState.RUNNING
-        if approval.state != "approved":
-            return approvals.result_text(approval), time.monotonic() - began
-        # The page may have changed while the person looked: act only on what they approved.
-        now = approvals.equivalents_of(self.armed.tools, call["name"], arguments)
-        return approvals.changed_text(approval, asked, now), time.monotonic() - began
-
-    def _approval_interrupted(self) -> str | None:
-        control = self._read_control(force=True)
-        if control == Control.CANCEL:
-            return "the run was cancelled while it waited; the action was not taken"
-        if control == Control.STOP:
-            return "the run was asked to stop while it waited; the action was not taken"
-        return None
 
     def _capture(self, step: Step) -> None:
         """A web step: where the browser is now (the continue checkpoint) and a thumbnail."""
@@ -669,7 +615,7 @@ class Engine:
                 counted=usage.counted,
             )
             self.ledger.settle(step, usage, clock_seconds=seconds)
-        self._control_read_back()
+        self.controls.read_back()
 
     # -- the judge ------------------------------------------------------------------------
 
@@ -745,7 +691,7 @@ class Engine:
             deadline=time.monotonic() + seconds,
             purpose=Phase.JUDGING,
             pass_number=run_pass.number,
-            cancelled=self._cancel_requested,
+            cancelled=self.controls.cancel_requested,
         )
 
     def _settle_judge(self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float) -> None:
@@ -767,28 +713,6 @@ class Engine:
         )
 
     # -- controls -------------------------------------------------------------------------
-
-    def _read_control(self, *, force: bool = False) -> str:
-        now = time.monotonic()
-        if force or now - self._control_checked >= CONTROL_POLL_SECONDS:
-            self._control_checked = now
-            self.run.control = Run.objects.filter(pk=self.run.pk).values_list("control", flat=True).first() or ""
-        return self.run.control
-
-    def _control_read_back(self) -> None:
-        """The settle's run update just returned the control (ledger): as fresh as a read."""
-        self._control_checked = time.monotonic()
-        self._control_fresh = True
-
-    def _control_before_step(self) -> str:
-        """The control as of now: what the step that just settled read back, else a read."""
-        if self._control_fresh:
-            self._control_fresh = False
-            return self.run.control
-        return self._read_control(force=True)
-
-    def _cancel_requested(self) -> bool:
-        return self._read_control() == Control.CANCEL
 
     def _pause(self, reason: str, detail: str = "", **data) -> None:
         pause_run(self.run, reason, detail, **data)
@@ -838,7 +762,7 @@ class Engine:
 
 
 def pause_run(run: Run, reason: str, detail: str = "", **data) -> None:
-    Run.objects.filter(pk=run.pk).update(state=RunState.PAUSED, pause_reason=reason, control=_keep_stop())
+    Run.objects.filter(pk=run.pk).update(state=RunState.PAUSED, pause_reason=reason, control=keep_stop())
     run.refresh_from_db()
     events.record(run, "paused", f"paused({reason})" + (f": {detail}" if detail else ""), reason=reason, **data)
     _write_report_or_say(run)
@@ -874,11 +798,6 @@ def _snapshot_or_say(run: Run) -> None:
     except OSError as exc:
         log.warning("run %s: last pass's snapshot not kept: %s", run.pk, exc)
         events.record(run, "note", f"the last pass's results were not kept as a snapshot ({exc})")
-
-
-def _keep_stop():
-    """Clearing a handled cancel or land must not drop a stop someone asked for meanwhile."""
-    return Case(When(control=Control.STOP, then=Value(Control.STOP)), default=Value(""))
 
 
 def _apply_reply(step: Step, reply: ModelReply, seconds: float) -> None:

@@ -1,0 +1,28 @@
+"""What the engine (runs.engine) and its collaborators share: the armed job and the exception
+that ends a worker's turn on a paused run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.ports import ModelPort, ToolsPort
+from budgets.plan import Plan
+from catalogue.spec import RecipeSpec
+
+
+class Paused(Exception):
+    """The run left the worker paused (cancelled, step cap); its checkpoint is saved."""
+
+
+@dataclass
+class Armed:
+    spec: RecipeSpec
+    plan: Plan
+    output_dir: Path
+    model: ModelPort
+    tools: ToolsPort
+    system: str
+    # ask the provider for exact counts near the edge and cut tool results to fit (False:
+    # the byte bound alone, as before; bench.efficiency measures both)
+    exact_counts: bool = True
