@@ -39,7 +39,6 @@ from budgets.guard import (
     size,
 )
 from budgets.plan import JUDGE_MAX_TOKENS
-from budgets.quota import reservation_micros
 from catalogue.recipe import render
 from runs import events, fitting, snapshots
 from runs import judge as judging
@@ -47,12 +46,12 @@ from runs.arming import first_message, reminder, resumed_message, seeded_message
 from runs.conversation import Conversation, call_identity, tool_result, without_images
 from runs.engine_controls import CONTROL_POLL_SECONDS, ApprovalGate, Controls, keep_stop
 from runs.engine_parts import Armed, Paused
+from runs.engine_quota import QUOTA_CUT, Quota
 from runs.ledger import Ledger
 from runs.models import Control, Pass, PassStop, Phase, Run, RunState, Step, StepStatus
 from runs.report import write_report
 from runs.signals import run_finished, run_paused
-from spend.prices import micros_per_token
-from spend.quotas import QuotaRefused, room_for
+from spend.quotas import QuotaRefused
 
 __all__ = ["CONTROL_POLL_SECONDS", "Armed", "Engine", "Paused", "finish_run", "pause_run"]
 
@@ -63,10 +62,6 @@ LOOP_WINDOW = 20  # loop detection: the last 20 tool calls of the pass...
 LOOP_REPEATS = 3  # ...may hold the same call (name and input) at most 3 times
 # what a step's settle saves of the pass: its counters, a fixed size whatever the conversation
 CHECKPOINT_FIELDS = ["leg_steps", "leg_tokens", "leg_seconds", "tokens_counted", "steps_total"]
-QUOTA_TRIES = 2  # a refused reservation is tried once more (a window may have just rolled over)
-QUOTA_CUT = (
-    "[Your reply was cut off here: the team's spend quota had room for only this much. Go on from where it stopped.]"
-)
 
 
 class Engine:
@@ -78,8 +73,7 @@ class Engine:
         self.conversation: Conversation | None = None  # the current pass's, while it runs
         self.controls = Controls(run)
         self.gate = ApprovalGate(run, armed, self.controls)
-        self._quota_refusals = 0  # in a row, for the call about to be made
-        self._quota_cut = False  # the call about to be made has a max_tokens a quota clamped
+        self.quota = Quota(run, pause=self._pause)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -317,13 +311,13 @@ class Engine:
             if max_tokens is None:
                 return PassStop.TOKENS
             recount = None if counted else partial(self._counted_bound, run_pass, leg, tools, bound, left.seconds)
-            max_tokens, applying, bound = self._fit_quota(bound, max_tokens, self.run.executor_model, recount)
+            max_tokens, applying, bound = self.quota.fit(bound, max_tokens, self.run.executor_model, recount)
             try:
                 reply = self._call(run_pass, leg, tools, max_tokens, bound, left.seconds, applying)
             except QuotaRefused as refused:
-                self._quota_wait(refused, self.run.executor_model)
+                self.quota.wait(refused, self.run.executor_model)
                 continue
-            self._quota_refusals = 0
+            self.quota.reserved()
             if reply.stop_reason == "refusal":
                 return PassStop.REFUSED  # the pass ends and the run says why (_one_pass)
             if reply.stop_reason == "model_context_window_exceeded":
@@ -331,7 +325,7 @@ class Engine:
             if reply.stop_reason == "pause_turn":
                 continue  # the same turn goes on: its partial content goes back, no user text
             if not reply.tool_calls:
-                if self._cut_by_quota(reply):
+                if self.quota.cut(reply):
                     continue  # not a budget stop and not done: the model goes on after the note
                 # cut short by a max_tokens the budget clamped: that is a budget stop
                 if reply.stop_reason == "max_tokens" and max_tokens < DEFAULT_MAX_OUTPUT:
@@ -431,7 +425,7 @@ class Engine:
         results, waited = self._run_tools(reply, run_pass, step)
         self._capture(step)
         user_turn = self._fit_results(run_pass, leg, tools, reply, results, seconds_left) if results else []
-        if self._cut_by_quota(reply):
+        if self.quota.cut(reply):
             user_turn = [{"type": "text", "text": QUOTA_CUT}]  # saved with the reply it follows
         # time spent waiting for a person is not the pass's: it stays off every clock
         self._settle(run_pass, step, reply, user_turn, time.monotonic() - started - waited)
@@ -646,7 +640,7 @@ class Engine:
             return None
         recount = None if counted else partial(self._judge_bound, run_pass, messages, bound)
         while True:
-            fitted, applying, bound = self._fit_quota(bound, max_tokens, self.run.judge_model, recount)
+            fitted, applying, bound = self.quota.fit(bound, max_tokens, self.run.judge_model, recount)
             try:
                 step = self.ledger.reserve(
                     run_pass,
@@ -659,8 +653,9 @@ class Engine:
                 )
                 break
             except QuotaRefused as refused:
-                self._quota_wait(refused, self.run.judge_model)
-        self._quota_refusals, max_tokens = 0, fitted
+                self.quota.wait(refused, self.run.judge_model)
+        self.quota.reserved()
+        max_tokens = fitted
         started = time.monotonic()
         try:
             reply = self.armed.model.complete(self._judge_request(run_pass, messages, max_tokens, seconds=300))
@@ -717,45 +712,6 @@ class Engine:
     def _pause(self, reason: str, detail: str = "", **data) -> None:
         pause_run(self.run, reason, detail, **data)
         raise Paused(reason)
-
-    def _fit_quota(self, bound: int, max_tokens: int, model: str, recount=None) -> tuple[int, list, int]:
-        """max_tokens clamped to what the quotas that apply leave (as the hard ceiling clamps
-        it to the leg's allotment), those quotas and the input bound; where a quota is what
-        clamps, `recount` may give an exact count of the input instead of its byte bound (a
-        quota is then used to its end, not left with a byte bound's slack). A call with no
-        useful room left waits."""
-        room = room_for(target=self.run.target, user_id=self.run.charged_to_id, model=model)
-        self._quota_cut = False
-        if room.tokens is None:
-            return max_tokens, room.quotas, bound
-        fitted = clamp_max_tokens(room.tokens, bound, ceiling=max_tokens)
-        if recount is not None and (fitted is None or fitted < max_tokens):
-            bound = recount()
-            fitted = clamp_max_tokens(room.tokens, bound, ceiling=max_tokens)
-        if fitted is None:
-            need = bound + MIN_USEFUL_OUTPUT
-            rate = micros_per_token(model)
-            refused = QuotaRefused(room.tightest, tokens=need, micros=reservation_micros(need, rate), at_least=True)
-            self._quota_wait(refused, model, at_once=True)
-        self._quota_cut = fitted < max_tokens
-        return fitted, room.quotas, bound
-
-    def _cut_by_quota(self, reply: ModelReply) -> bool:
-        """The reply stopped at a max_tokens only a quota had clamped: work cut short, not done."""
-        return self._quota_cut and reply.stop_reason == "max_tokens" and not reply.tool_calls
-
-    def _quota_wait(self, refused: QuotaRefused, model: str, *, at_once: bool = False) -> None:
-        """A call that does not fit a quota waits: a refused reservation is tried once more,
-        then the run pauses as `paused(quota: <scope>)` with what the call needs, and
-        spend.services.quota_wake continues it once that fits (window rolled over, quota
-        raised, calls settled)."""
-        self._quota_refusals += 1
-        if self._quota_refusals < QUOTA_TRIES and not at_once:
-            return
-        self._quota_refusals = 0
-        self._pause(
-            refused.quota.pause_reason, str(refused), need_tokens=refused.tokens, model=model, quota=refused.quota.pk
-        )
 
     def _finish(self, cause: str) -> None:
         finish_run(self.run, cause)
