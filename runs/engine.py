@@ -42,10 +42,11 @@ from budgets.plan import JUDGE_MAX_TOKENS
 from catalogue.recipe import render
 from runs import events, fitting, snapshots
 from runs import judge as judging
-from runs.arming import first_message, reminder, resumed_message, seeded_message
+from runs.arming import reminder
 from runs.conversation import Conversation, call_identity, tool_result, without_images
 from runs.engine_controls import CONTROL_POLL_SECONDS, ApprovalGate, Controls, keep_stop
 from runs.engine_parts import Armed, Paused
+from runs.engine_passes import Passes
 from runs.engine_quota import QUOTA_CUT, Quota
 from runs.ledger import Ledger
 from runs.models import Control, Pass, PassStop, Phase, Run, RunState, Step, StepStatus
@@ -70,10 +71,15 @@ class Engine:
         self.armed = armed
         self.plan = armed.plan
         self.ledger = Ledger(run)
-        self.conversation: Conversation | None = None  # the current pass's, while it runs
+        self.passes = Passes(run, armed)
         self.controls = Controls(run)
         self.gate = ApprovalGate(run, armed, self.controls)
         self.quota = Quota(run, pause=self._pause)
+
+    @property
+    def conversation(self) -> Conversation | None:
+        """The current pass's conversation, while it runs."""
+        return self.passes.conversation
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -96,7 +102,7 @@ class Engine:
 
     def _one_pass(self) -> bool:
         """Advance the current pass to its end; True when another pass should start."""
-        run_pass = self._current_pass()
+        run_pass = self.passes.current()
         if run_pass.ended_at is None:
             self._legs(run_pass)
         if PassStop.REFUSED in (run_pass.task_stop, run_pass.wrap_up_stop):
@@ -136,107 +142,23 @@ class Engine:
         if self.plan.outer_tokens and left < REQUEST_OVERHEAD + MIN_USEFUL_OUTPUT:
             self._finish("budget exhausted")
             return False
-        self._start_pass(run_pass.number + 1, previous=run_pass)
+        self.passes.start(run_pass.number + 1, previous=run_pass)
         return True
 
     # -- passes ---------------------------------------------------------------------------
-
-    def _current_pass(self) -> Pass:
-        run_pass = self.run.passes.order_by("-number").first()
-        if run_pass is None:
-            return self._start_pass(1, previous=None)
-        if run_pass.ended_at is None:  # a continue, a lost worker's re-run: the same conversation
-            self.conversation = Conversation.load(run_pass)
-        return run_pass
-
-    def _start_pass(self, number: int, previous: Pass | None) -> Pass:
-        spec, out = self.armed.spec, str(self.armed.output_dir)
-        if previous is None and self.run.resumed_from_id:
-            text = resumed_message(
-                spec,
-                self.run.args,
-                out,
-                previous_run=self.run.resumed_from_id,
-                result=judging.newest_result(self.armed.output_dir),
-            )
-        elif previous is None:
-            text = first_message(spec, self.run.args, out)
-        else:
-            text = seeded_message(
-                spec, self.run.args, out, number=number, result=self._result_of(previous), reason=previous.reason
-            )
-        with transaction.atomic():
-            run_pass, created = Pass.objects.get_or_create(run=self.run, number=number)
-            self.conversation = Conversation.start(run_pass, text) if created else Conversation.load(run_pass)
-        Run.objects.filter(pk=self.run.pk).update(pass_number=number, phase=Phase.TASK)
-        self.run.pass_number, self.run.phase = number, Phase.TASK
-        events.record(self.run, "pass.started", f"pass {number}/{self.plan.passes} started", number=number)
-        return run_pass
 
     def _legs(self, run_pass: Pass) -> None:
         if run_pass.phase == Phase.TASK:
             stop = self._leg(run_pass, Phase.TASK)
             run_pass.task_stop = stop
             if stop in BUDGET_STOPS and self.plan.split.takeover and not run_pass.takeover_used:
-                self._begin_wrap_up(run_pass, stop)
+                self.passes.begin_wrap_up(run_pass, stop)
             else:
-                self._end_pass(run_pass)
+                self.passes.end(run_pass)
                 return
         if run_pass.phase == Phase.WRAP_UP:
             run_pass.wrap_up_stop = self._leg(run_pass, Phase.WRAP_UP)
-            self._end_pass(run_pass)
-
-    def _begin_wrap_up(self, run_pass: Pass, stop: str) -> None:
-        """The task prompt loses the wheel; the takeover prompt gets a fresh allotment."""
-        spec = self.armed.spec
-        prompt = render(
-            spec.do.takeover_prompt or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
-        )
-        self.conversation.append_user_text(prompt)
-        run_pass.phase = Phase.WRAP_UP
-        run_pass.takeover_used = True
-        run_pass.leg_start = len(self.conversation) - 1
-        run_pass.leg_steps, run_pass.leg_tokens, run_pass.leg_seconds = 0, 0, 0.0
-        with transaction.atomic():
-            self.conversation.save()
-            run_pass.save()
-            Run.objects.filter(pk=self.run.pk).update(phase=Phase.WRAP_UP, control=keep_stop())
-        self.run.refresh_from_db(fields=["phase", "control"])
-        events.record(
-            self.run,
-            "wrap-up",
-            f"pass {run_pass.number}: the task leg stopped ({stop}); the wrap-up prompt takes the wheel",
-            stop=str(stop),
-        )
-
-    def _end_pass(self, run_pass: Pass) -> None:
-        run_pass.ended_at = timezone.now()
-        run_pass.snapshot_at = None  # a pass re-run after a lost worker is kept as it ends now
-        kept = self._snapshot(run_pass)
-        self._tools_pass_ended(run_pass)
-        if kept:
-            run_pass.result_file = max(kept, key=lambda r: (r.modified_at, r.name)).name
-        run_pass.save()
-        self.conversation = None
-        events.record(
-            self.run,
-            "pass.ended",
-            f"pass {run_pass.number} ended: task "
-            f"{run_pass.task_stop}" + (f", wrap-up {run_pass.wrap_up_stop}" if run_pass.takeover_used else ""),
-            number=run_pass.number,
-        )
-
-    def _tools_pass_ended(self, run_pass: Pass) -> None:
-        """A tools port that keeps state across passes (a working copy) records the pass's end;
-        a failure is said, and never changes how the pass ended."""
-        ended = getattr(self.armed.tools, "pass_ended", None)
-        if ended is None:
-            return
-        try:
-            ended(run_pass.number)
-        except Exception as exc:
-            log.warning("run %s pass %s: the tools' pass end failed", self.run.pk, run_pass.number, exc_info=True)
-            events.record(self.run, "note", f"pass {run_pass.number}: its working copy was not measured ({exc})")
+            self.passes.end(run_pass)
 
     def _evidence(self, run_pass: Pass) -> list[tuple[str, str]]:
         """What the judge reads beside the result when the tools port has more to show (a
@@ -253,26 +175,6 @@ class Engine:
             .first()
         )
         return [("final_answer", answer or "(the pass ended without a final answer)"), *evidence(run_pass.number)]
-
-    def _newest_result(self) -> tuple[str, str] | None:
-        return judging.newest_result(self.armed.output_dir, since=self._since())
-
-    def _since(self) -> float | None:
-        return self.run.started_at.timestamp() - 1 if self.run.started_at else None
-
-    def _snapshot(self, run_pass: Pass) -> list:
-        """The pass's results kept as its snapshot; a disk that refuses them is said, and the
-        judge then reads the folder as before."""
-        try:
-            return snapshots.snapshot_pass(run_pass, self.armed.output_dir, since=self._since())
-        except OSError as exc:
-            log.warning("run %s pass %s: snapshot not kept: %s", self.run.pk, run_pass.number, exc)
-            events.record(self.run, "note", f"pass {run_pass.number}: results not kept as a snapshot ({exc})")
-            return []
-
-    def _result_of(self, run_pass: Pass) -> tuple[str, str] | None:
-        """What the pass saved, as its snapshot kept it (the folder may have moved on since)."""
-        return snapshots.judge_input(run_pass) if run_pass.snapshot_at else self._newest_result()
 
     # -- a leg: steps until the model is done or a ceiling is hit --------------------------
 
@@ -617,7 +519,7 @@ class Engine:
         Run.objects.filter(pk=self.run.pk).update(phase=Phase.JUDGING)
         self.run.phase = Phase.JUDGING
         events.record(self.run, "judging", f"pass {run_pass.number}: judging")
-        result = self._result_of(run_pass)
+        result = self.passes.result_of(run_pass)
         spec = self.armed.spec
         # placeholders are filled in until: as in the prompts (SPEC §1): the judge of a run on
         # "cats" reads "five entries on cats", never "{{topic}}"
