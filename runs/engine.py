@@ -11,43 +11,48 @@ transaction settles it to the real usage together with the checkpoint (the pass'
 and the turns the step appended). A worker that dies mid-call leaves a pending step that the
 next worker settles at its reservation, so the ceiling holds and no token is counted twice
 (one ledger entry per step).
+
+This module is the loop itself, read top to bottom: passes (pass -> legs -> judge -> next), a
+pass's legs, a leg's steps. Each other concern is a collaborator of its own:
+
+- runs.engine_passes   the pass in hand: start (first, resumed, seeded), wrap-up, end, snapshot
+- runs.engine_call     a step: bound, exact count, quota fit, reservation, call, tools, settle
+- runs.engine_fitting  tool results fitted to the room the leg has left
+- runs.engine_tools    the tools port called: loop detection, approval holds, a web capture
+- runs.engine_quota    the team's spend quotas: a call's room, and the wait when there is none
+- runs.engine_controls stop / cancel / land now read from the Run, and approval gates
+- runs.engine_parts    what they share: Armed, Turn (the step in hand), Paused
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import time
 from functools import partial
-from pathlib import Path
 
-from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from agents.ports import ModelCancelled, ModelError, ModelReply, ModelRequest
-from budgets.efforts import takes_effort
 from budgets.guard import (
     DEFAULT_MAX_OUTPUT,
     MIN_USEFUL_OUTPUT,
     REQUEST_OVERHEAD,
-    JobSpent,
-    LastCall,
     clamp_max_tokens,
     input_bound,
     leg_left,
-    size,
 )
 from budgets.plan import JUDGE_MAX_TOKENS
 from catalogue.recipe import render
 from runs import events, fitting, snapshots
 from runs import judge as judging
-from runs.arming import reminder
-from runs.conversation import Conversation, call_identity, tool_result, without_images
+from runs.engine_call import Call, apply_reply, exact_count
 from runs.engine_controls import CONTROL_POLL_SECONDS, ApprovalGate, Controls, keep_stop
-from runs.engine_parts import Armed, Paused
+from runs.engine_fitting import ResultFitter
+from runs.engine_parts import Armed, Paused, Turn
 from runs.engine_passes import Passes
-from runs.engine_quota import QUOTA_CUT, Quota
+from runs.engine_quota import Quota
+from runs.engine_tools import ToolRunner
 from runs.ledger import Ledger
 from runs.models import Control, Pass, PassStop, Phase, Run, RunState, Step, StepStatus
 from runs.report import write_report
@@ -59,29 +64,37 @@ __all__ = ["CONTROL_POLL_SECONDS", "Armed", "Engine", "Paused", "finish_run", "p
 log = logging.getLogger(__name__)
 
 BUDGET_STOPS = (PassStop.STEPS, PassStop.TIME, PassStop.TOKENS, PassStop.LANDED)
-LOOP_WINDOW = 20  # loop detection: the last 20 tool calls of the pass...
-LOOP_REPEATS = 3  # ...may hold the same call (name and input) at most 3 times
-# what a step's settle saves of the pass: its counters, a fixed size whatever the conversation
-CHECKPOINT_FIELDS = ["leg_steps", "leg_tokens", "leg_seconds", "tokens_counted", "steps_total"]
 
 
 class Engine:
+    """One run driven to its end (or its pause): passes until the judge says YES or a cap,
+    a stop or the budget ends the loop."""
+
     def __init__(self, run: Run, armed: Armed):
         self.run = run
         self.armed = armed
         self.plan = armed.plan
         self.ledger = Ledger(run)
-        self.passes = Passes(run, armed)
         self.controls = Controls(run)
-        self.gate = ApprovalGate(run, armed, self.controls)
+        self.passes = Passes(run, armed)
         self.quota = Quota(run, pause=self._pause)
+        self.call = Call(
+            run,
+            armed,
+            self.ledger,
+            controls=self.controls,
+            quota=self.quota,
+            fitter=ResultFitter(armed, self.ledger),
+            tools=ToolRunner(run, armed, self.controls, ApprovalGate(run, armed, self.controls)),
+            pause=self._pause,
+        )
 
     @property
-    def conversation(self) -> Conversation | None:
+    def conversation(self):
         """The current pass's conversation, while it runs."""
         return self.passes.conversation
 
-    # -- the loop -------------------------------------------------------------------------
+    # -- the while loop: passes ---------------------------------------------------------
 
     def go(self) -> None:
         try:
@@ -145,9 +158,10 @@ class Engine:
         self.passes.start(run_pass.number + 1, previous=run_pass)
         return True
 
-    # -- passes ---------------------------------------------------------------------------
+    # -- the do leg: a pass's legs ------------------------------------------------------
 
     def _legs(self, run_pass: Pass) -> None:
+        """The task leg; on a budget stop, the wrap-up leg once (when the recipe has one)."""
         if run_pass.phase == Phase.TASK:
             stop = self._leg(run_pass, Phase.TASK)
             run_pass.task_stop = stop
@@ -159,22 +173,6 @@ class Engine:
         if run_pass.phase == Phase.WRAP_UP:
             run_pass.wrap_up_stop = self._leg(run_pass, Phase.WRAP_UP)
             self.passes.end(run_pass)
-
-    def _evidence(self, run_pass: Pass) -> list[tuple[str, str]]:
-        """What the judge reads beside the result when the tools port has more to show (a
-        coding pass: its final answer and the diff stat of its working copy)."""
-        evidence = getattr(self.armed.tools, "judge_evidence", None)
-        if evidence is None:
-            return []
-        answer = (
-            Step.objects.filter(run_pass=run_pass)
-            .exclude(leg=Phase.JUDGING)
-            .exclude(text="")
-            .order_by("-number")
-            .values_list("text", flat=True)
-            .first()
-        )
-        return [("final_answer", answer or "(the pass ended without a final answer)"), *evidence(run_pass.number)]
 
     # -- a leg: steps until the model is done or a ceiling is hit --------------------------
 
@@ -198,28 +196,15 @@ class Engine:
                 return PassStop.STEPS
             if left.seconds <= 0:
                 return PassStop.TIME
-            tools = self.armed.tools.specs()
-            bound = input_bound(
-                system=self.armed.system,
-                tools=tools,
-                messages=self.conversation.messages,
-                last=self.ledger.last_call(run_pass),
-            )
-            max_tokens = clamp_max_tokens(left.tokens, bound)
-            counted = fitting.worth_counting(max_tokens, DEFAULT_MAX_OUTPUT)
-            if counted:
-                bound = self._counted_bound(run_pass, leg, tools, bound, left.seconds)
-                max_tokens = clamp_max_tokens(left.tokens, bound)
-            if max_tokens is None:
-                return PassStop.TOKENS
-            recount = None if counted else partial(self._counted_bound, run_pass, leg, tools, bound, left.seconds)
-            max_tokens, applying, bound = self.quota.fit(bound, max_tokens, self.run.executor_model, recount)
+            turn = Turn(run_pass, leg, self.passes.conversation, self.armed.tools.specs(), left.seconds)
             try:
-                reply = self._call(run_pass, leg, tools, max_tokens, bound, left.seconds, applying)
+                made = self.call.make(turn, left.tokens)
             except QuotaRefused as refused:
                 self.quota.wait(refused, self.run.executor_model)
                 continue
-            self.quota.reserved()
+            if made is None:
+                return PassStop.TOKENS  # too little left for a useful answer: a budget stop
+            reply, max_tokens = made
             if reply.stop_reason == "refusal":
                 return PassStop.REFUSED  # the pass ends and the run says why (_one_pass)
             if reply.stop_reason == "model_context_window_exceeded":
@@ -235,283 +220,10 @@ class Engine:
                 return PassStop.DONE
             self._after_tool_step(run_pass)
 
-    def _counted_bound(self, run_pass: Pass, leg: str, tools: list, bound: int, seconds_left: float) -> int:
-        """The exact count (with its margin) where it beats the byte bound, else the bound."""
-        last = self.ledger.last_call(run_pass)
-        if last is not None and last.message_count == len(self.conversation):
-            return bound  # the bound is already an exact count of exactly these turns
-        messages = self.conversation.messages
-        counted = self._count(self._request(run_pass, leg, tools, messages, seconds_left))
-        if counted is None or counted >= bound:
-            return bound
-        self.ledger.note_count(run_pass, LastCall(context=counted, message_count=len(messages)))
-        return counted
-
-    def _count(self, request: ModelRequest) -> int | None:
-        """The provider's exact input count, margin included, or None (the byte bound stands)."""
-        count = getattr(self.armed.model, "count_tokens", None)
-        if not self.armed.exact_counts or count is None:
-            return None
-        counted = count(request)
-        return None if counted is None else fitting.with_margin(counted)
-
-    def _request(self, run_pass: Pass, leg: str, tools: list, messages: list, seconds_left: float) -> ModelRequest:
-        return ModelRequest(
-            model=self.run.executor_model,
-            system=self.armed.system,
-            messages=messages,
-            tools=tools,
-            max_tokens=DEFAULT_MAX_OUTPUT,
-            deadline=time.monotonic() + seconds_left,
-            purpose=leg,
-            pass_number=run_pass.number,
-            leg_start=run_pass.leg_start,
-            cancelled=self.controls.cancel_requested,
-            effort=self._effort(),
-        )
-
-    def _effort(self) -> str | None:
-        """The recipe's effort, for a model that takes it (budgets.efforts); else none."""
-        effort = self.armed.spec.effort
-        return effort if effort and takes_effort(self.run.executor_model) else None
-
     def _after_tool_step(self, run_pass: Pass) -> None:
         interval = self.plan.interval
         if run_pass.leg_steps % interval == 0 and not self.plan.auto_continue:
             self._pause("step cap")
-
-    def _call(
-        self,
-        run_pass: Pass,
-        leg: str,
-        tools: list,
-        max_tokens: int,
-        bound: int,
-        seconds_left: float,
-        applying: list | None = None,
-    ) -> ModelReply:
-        step = self.ledger.reserve(
-            run_pass,
-            leg=leg,
-            model=self.run.executor_model,
-            max_tokens=max_tokens,
-            bound=bound,
-            message_count=len(self.conversation),
-            applying=applying,
-        )
-        started = time.monotonic()
-        request = ModelRequest(
-            model=self.run.executor_model,
-            system=self.armed.system,
-            messages=self.conversation.messages,
-            tools=tools,
-            max_tokens=max_tokens,
-            deadline=started + seconds_left,
-            purpose=leg,
-            pass_number=run_pass.number,
-            leg_start=run_pass.leg_start,
-            cancelled=self.controls.cancel_requested,
-            effort=self._effort(),
-        )
-        try:
-            reply = self.armed.model.complete(request)
-        except ModelCancelled:
-            self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
-            self._pause("cancelled")
-        except ModelError as exc:
-            self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
-            raise
-        self._offer_room(run_pass, leg, reply)
-        if hasattr(self.armed.tools, "deadline"):  # a command never runs past the leg's clock
-            self.armed.tools.deadline = started + seconds_left
-        results, waited = self._run_tools(reply, run_pass, step)
-        self._capture(step)
-        user_turn = self._fit_results(run_pass, leg, tools, reply, results, seconds_left) if results else []
-        if self.quota.cut(reply):
-            user_turn = [{"type": "text", "text": QUOTA_CUT}]  # saved with the reply it follows
-        # time spent waiting for a person is not the pass's: it stays off every clock
-        self._settle(run_pass, step, reply, user_turn, time.monotonic() - started - waited)
-        return reply
-
-    # -- near the edge: tool results that fit what the leg has left ---------------------
-
-    def _tokens_left_after(self, run_pass: Pass, leg: str, reply: ModelReply) -> int:
-        """What the leg may still spend once this call is settled."""
-        spent = self.ledger.spent()
-        return leg_left(
-            self.plan,
-            leg,
-            JobSpent(tokens=spent.tokens + reply.usage.counted, seconds=spent.seconds),
-            leg_steps=run_pass.leg_steps + 1,
-            leg_tokens=run_pass.leg_tokens + reply.usage.counted,
-            leg_seconds=run_pass.leg_seconds,
-        ).tokens
-
-    def _offer_room(self, run_pass: Pass, leg: str, reply: ModelReply) -> None:
-        """Tools that read pages or files read no more than the next call could take (about 4
-        characters a token; what still does not fit is cut exactly afterwards)."""
-        if not self.armed.exact_counts or not hasattr(self.armed.tools, "room_chars"):
-            return
-        # earlier tool results can be cleared to make room (see _fit_results), so the room is
-        # what is left once the rest of the conversation is paid for, not its whole context
-        kept = size(self.armed.system) + size(self.armed.tools.specs()) + size(reply.content) + REQUEST_OVERHEAD
-        room = self._tokens_left_after(run_pass, leg, reply) - MIN_USEFUL_OUTPUT - kept // 4
-        self.armed.tools.room_chars = max(0, room) * 4
-
-    def _fit_results(
-        self, run_pass: Pass, leg: str, tools: list, reply: ModelReply, results: list[dict], seconds_left: float
-    ) -> list[dict]:
-        """The user turn this step appends (its tool results, and the reminder at the
-        interval), its results cut where the next call would otherwise have no room."""
-        left = self._tokens_left_after(run_pass, leg, reply) - MIN_USEFUL_OUTPUT
-        if not self.armed.exact_counts:
-            return self._user_turn(run_pass, leg, reply, results)
-        base = LastCall(context=reply.usage.context, message_count=len(self.conversation))
-        # bytes per token of what this call sent: an exact fact to estimate with, never to bound
-        sent = size(self.armed.system) + size(tools) + size(self.conversation.messages)
-        per_token = sent / reply.usage.context if reply.usage.context else None
-        counted = None
-        for _attempt in range(4):  # estimate, make room, count to be sure (once, usually)
-            turn = self._user_turn(run_pass, leg, reply, results)
-            messages = self._with_turns(reply, turn)
-            bound = input_bound(system=self.armed.system, tools=tools, messages=messages, last=base)
-            if bound <= left:
-                return turn
-            sent = size(self.armed.system) + size(tools) + size(messages)
-            estimate = counted if counted is not None else math.ceil(sent / per_token) if per_token else None
-            if estimate is None or estimate <= left:
-                counted = self._count(self._request(run_pass, leg, tools, messages, seconds_left))
-                if counted is not None and counted <= left:
-                    self.ledger.note_count(run_pass, LastCall(context=counted, message_count=len(messages)))
-                    return turn
-                estimate = counted
-            if estimate is None:
-                break  # nothing exact to go by: the byte bound decides below
-            chars = fitting.chars_for_tokens(estimate - left, bytes_total=sent, counted=estimate)
-            counted = None  # what changes now must be counted again
-            if self.conversation.clear_old_results(chars):
-                continue  # earlier results made room for this one
-            if not any(n for _, _, n in fitting.texts_of(results)):
-                return turn  # nothing left to cut: the next step ends the leg, as before
-            results = fitting.cut_results(results, chars)
-        # estimates did not settle it: cut by the byte bound, which holds whatever the count
-        turn = self._user_turn(run_pass, leg, reply, results)
-        bound = input_bound(system=self.armed.system, tools=tools, messages=self._with_turns(reply, turn), last=base)
-        if bound > left:
-            turn = self._user_turn(run_pass, leg, reply, fitting.cut_results(results, bound - left))
-        return turn
-
-    def _with_turns(self, reply: ModelReply, user_turn: list[dict]) -> list[dict]:
-        """The conversation as the next call would send it."""
-        return [
-            *self.conversation.messages,
-            {"role": "assistant", "content": reply.content},
-            {"role": "user", "content": user_turn},
-        ]
-
-    def _user_turn(self, run_pass: Pass, leg: str, reply: ModelReply, results: list[dict]) -> list[dict]:
-        content = list(results)
-        if (run_pass.leg_steps + 1) % self.plan.interval == 0:
-            share = self.plan.split.task if leg == Phase.TASK else self.plan.split.takeover
-            content.append(
-                {
-                    "type": "text",
-                    "text": reminder(
-                        str(self.armed.output_dir),
-                        left=self._tokens_left_after(run_pass, leg, reply),
-                        allotment=share.tokens if share else None,
-                        wrap_up_next=leg == Phase.TASK and self.plan.split.takeover is not None,
-                    ),
-                }
-            )
-        return content
-
-    def _run_tools(self, reply: ModelReply, run_pass: Pass, step: Step) -> tuple[list[dict], float]:
-        """Run the reply's tool calls; returns the results and the seconds spent waiting for
-        people to answer approvals."""
-        results, waited = [], 0.0
-        history = self.conversation.call_history()
-        for call in reply.tool_calls:
-            if self.controls.read(force=True) == Control.CANCEL:
-                results.append(tool_result(call["id"], "not run: the run was cancelled", True))
-                continue
-            identity = call_identity(call)
-            repeats = history[-LOOP_WINDOW:].count(identity)
-            history.append(identity)
-            if repeats >= LOOP_REPEATS:
-                results.append(
-                    tool_result(
-                        call["id"],
-                        (
-                            f"refused: this exact call ({call['name']} with the same input) is already "
-                            f"{repeats} of your last {LOOP_WINDOW} tool calls. You are going in circles: "
-                            "change your approach, or save what you have and finish."
-                        ),
-                        True,
-                    )
-                )
-                continue
-            held = self.gate.hold(call, run_pass, step)
-            if held is not None:
-                refused, seconds = held
-                waited += seconds
-                if refused:
-                    results.append(tool_result(call["id"], refused, True))
-                    continue
-            results.append(self._one_tool(call))
-        return results, waited
-
-    def _one_tool(self, call: dict) -> dict:
-        try:
-            outcome = self.armed.tools.call(call["name"], call.get("input") or {})
-            return tool_result(call["id"], outcome.content, outcome.is_error, outcome.images)
-        except Exception as exc:  # a tool bug goes back to the model, never crashes the pass
-            log.exception("tool %s failed", call.get("name"))
-            return tool_result(call["id"], f"tool failed: {type(exc).__name__}: {exc}", True)
-
-    def _capture(self, step: Step) -> None:
-        """A web step: where the browser is now (the continue checkpoint) and a thumbnail."""
-        capture = getattr(self.armed.tools, "capture", None)
-        shot = capture() if capture else None
-        if shot is None:
-            return
-        step.page_url, step.page_title = shot.url[:2000], shot.title[:300]
-        if shot.jpeg:
-            relative = f"{self.run.pk}/{step.run_pass.number}-{step.number}.jpg"
-            path = Path(settings.RYSH_SCREENSHOTS_DIR) / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(shot.jpeg)
-            step.screenshot = relative
-
-    def _settle(self, run_pass: Pass, step: Step, reply: ModelReply, user_turn: list[dict], seconds: float) -> None:
-        """The step's checkpoint, in one transaction: the turns it appended (and only those),
-        the pass's counters, its event, then its tokens (the ledger reads the control back)."""
-        usage = reply.usage
-        self.conversation.append("assistant", reply.content)
-        results = [block for block in user_turn if block.get("type") == "tool_result"]
-        if user_turn:
-            self.conversation.append("user", user_turn)
-            self.conversation.drop_old_images()
-        run_pass.leg_steps += 1
-        run_pass.leg_tokens += usage.counted
-        run_pass.leg_seconds += seconds
-        run_pass.tokens_counted += usage.counted
-        _apply_reply(step, reply, seconds)
-        step.tool_calls, step.tool_results = reply.tool_calls, [without_images(r) for r in results]
-        with transaction.atomic():
-            self.conversation.save()
-            run_pass.save(update_fields=CHECKPOINT_FIELDS)
-            events.record(
-                self.run,
-                "step",
-                _step_summary(step, usage.counted),
-                pass_number=run_pass.number,
-                step=step.number,
-                leg=step.leg,
-                counted=usage.counted,
-            )
-            self.ledger.settle(step, usage, clock_seconds=seconds)
-        self.controls.read_back()
 
     # -- the judge ------------------------------------------------------------------------
 
@@ -575,7 +287,7 @@ class Engine:
     def _judge_bound(self, run_pass: Pass, messages: list, bound: int) -> int:
         """The judge's input counted exactly where that beats its byte bound: a 20 KB result
         bounds at 20,000 tokens by its bytes; it counts about 5,000."""
-        counted = self._count(self._judge_request(run_pass, messages, JUDGE_MAX_TOKENS, seconds=60))
+        counted = exact_count(self.armed, self._judge_request(run_pass, messages, JUDGE_MAX_TOKENS, seconds=60))
         return min(bound, counted) if counted is not None else bound
 
     def _judge_request(self, run_pass: Pass, messages: list, max_tokens: int, *, seconds: float) -> ModelRequest:
@@ -592,7 +304,7 @@ class Engine:
         )
 
     def _settle_judge(self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float) -> None:
-        _apply_reply(step, reply, seconds)
+        apply_reply(step, reply, seconds)
         run_pass.verdict, run_pass.reason = verdict.label, verdict.reason
         run_pass.tokens_counted += reply.usage.counted
         with transaction.atomic():
@@ -609,7 +321,23 @@ class Engine:
             verdict=verdict.label,
         )
 
-    # -- controls -------------------------------------------------------------------------
+    def _evidence(self, run_pass: Pass) -> list[tuple[str, str]]:
+        """What the judge reads beside the result when the tools port has more to show (a
+        coding pass: its final answer and the diff stat of its working copy)."""
+        evidence = getattr(self.armed.tools, "judge_evidence", None)
+        if evidence is None:
+            return []
+        answer = (
+            Step.objects.filter(run_pass=run_pass)
+            .exclude(leg=Phase.JUDGING)
+            .exclude(text="")
+            .order_by("-number")
+            .values_list("text", flat=True)
+            .first()
+        )
+        return [("final_answer", answer or "(the pass ended without a final answer)"), *evidence(run_pass.number)]
+
+    # -- how a run leaves the worker ------------------------------------------------------
 
     def _pause(self, reason: str, detail: str = "", **data) -> None:
         pause_run(self.run, reason, detail, **data)
@@ -656,19 +384,3 @@ def _snapshot_or_say(run: Run) -> None:
     except OSError as exc:
         log.warning("run %s: last pass's snapshot not kept: %s", run.pk, exc)
         events.record(run, "note", f"the last pass's results were not kept as a snapshot ({exc})")
-
-
-def _apply_reply(step: Step, reply: ModelReply, seconds: float) -> None:
-    """What a settled call said onto the step that reserved it (its tokens: the ledger)."""
-    step.stop_reason, step.text, step.duration_ms = reply.stop_reason, reply.text, int(seconds * 1000)
-    # what the step thought: the blocks stay in the conversation as received; the step keeps
-    # their count and text (shown only where RYSH_SHOW_THINKING allows), never subtracted
-    # from its output tokens, which already include them
-    step.thinking_blocks = len(reply.thinking)
-    step.thinking = "\n\n".join(b.get("thinking") or "" for b in reply.thinking).strip()
-
-
-def _step_summary(step: Step, counted: int) -> str:
-    calls = ", ".join(c["name"] for c in step.tool_calls)
-    thought = f"; {step.thought}" if step.thinking_blocks else ""
-    return f"step {step.number} ({step.leg}): {counted} tokens{thought}" + (f"; {calls}" if calls else "")

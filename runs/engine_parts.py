@@ -1,5 +1,5 @@
-"""What the engine (runs.engine) and its collaborators share: the armed job and the exception
-that ends a worker's turn on a paused run."""
+"""What the engine (runs.engine) and its collaborators share: the armed job, the step in hand,
+and the exception that ends a worker's turn on a paused run."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 from agents.ports import ModelPort, ToolsPort
 from budgets.plan import Plan
 from catalogue.spec import RecipeSpec
+from runs.conversation import Conversation
+from runs.models import Pass
 
 
 class Paused(Exception):
@@ -26,3 +28,15 @@ class Armed:
     # ask the provider for exact counts near the edge and cut tool results to fit (False:
     # the byte bound alone, as before; bench.efficiency measures both)
     exact_counts: bool = True
+
+
+@dataclass(slots=True)
+class Turn:
+    """The step about to be taken: its pass and leg, the conversation it extends, the tools it
+    offers (as the tools port lists them now) and what is left of the leg's clock."""
+
+    run_pass: Pass
+    leg: str
+    conversation: Conversation
+    tools: list
+    seconds_left: float
