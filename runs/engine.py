@@ -20,6 +20,7 @@ pass's legs, a leg's steps. Each other concern is a collaborator of its own:
 - runs.engine_fitting  tool results fitted to the room the leg has left
 - runs.engine_tools    the tools port called: loop detection, approval holds, a web capture
 - runs.engine_quota    the team's spend quotas: a call's room, and the wait when there is none
+- runs.engine_judge    the judge's call and its verdict
 - runs.engine_controls stop / cancel / land now read from the Run, and approval gates
 - runs.engine_parts    what they share: Armed, Turn (the step in hand), Paused
 """
@@ -27,34 +28,23 @@ pass's legs, a leg's steps. Each other concern is a collaborator of its own:
 from __future__ import annotations
 
 import logging
-import time
-from functools import partial
 
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from agents.ports import ModelCancelled, ModelError, ModelReply, ModelRequest
-from budgets.guard import (
-    DEFAULT_MAX_OUTPUT,
-    MIN_USEFUL_OUTPUT,
-    REQUEST_OVERHEAD,
-    clamp_max_tokens,
-    input_bound,
-    leg_left,
-)
-from budgets.plan import JUDGE_MAX_TOKENS
-from catalogue.recipe import render
-from runs import events, fitting, snapshots
-from runs import judge as judging
-from runs.engine_call import Call, apply_reply, exact_count
+from budgets.guard import DEFAULT_MAX_OUTPUT, MIN_USEFUL_OUTPUT, REQUEST_OVERHEAD, leg_left
+from runs import events, snapshots
+from runs.conversation import Conversation
+from runs.engine_call import Call
 from runs.engine_controls import CONTROL_POLL_SECONDS, ApprovalGate, Controls, keep_stop
 from runs.engine_fitting import ResultFitter
+from runs.engine_judge import Judge
 from runs.engine_parts import Armed, Paused, Turn
 from runs.engine_passes import Passes
 from runs.engine_quota import Quota
 from runs.engine_tools import ToolRunner
 from runs.ledger import Ledger
-from runs.models import Control, Pass, PassStop, Phase, Run, RunState, Step, StepStatus
+from runs.models import Control, Pass, PassStop, Phase, Run, RunState
 from runs.report import write_report
 from runs.signals import run_finished, run_paused
 from spend.quotas import QuotaRefused
@@ -77,6 +67,8 @@ class Engine:
         self.ledger = Ledger(run)
         self.controls = Controls(run)
         self.passes = Passes(run, armed)
+        # the collaborators pause and finish the run through the engine's own _pause and
+        # _finish: one way out of the worker, wherever in the loop it is taken
         self.quota = Quota(run, pause=self._pause)
         self.call = Call(
             run,
@@ -88,9 +80,19 @@ class Engine:
             tools=ToolRunner(run, armed, self.controls, ApprovalGate(run, armed, self.controls)),
             pause=self._pause,
         )
+        self.judge = Judge(
+            run,
+            armed,
+            self.ledger,
+            controls=self.controls,
+            quota=self.quota,
+            result_of=self.passes.result_of,
+            finish=self._finish,
+            pause=self._pause,
+        )
 
     @property
-    def conversation(self):
+    def conversation(self) -> Conversation | None:
         """The current pass's conversation, while it runs."""
         return self.passes.conversation
 
@@ -127,7 +129,7 @@ class Engine:
             self._finish("done")
             return False
         if not run_pass.verdict:
-            verdict = self._judge(run_pass)
+            verdict = self.judge.verdict(run_pass)
             if verdict is None:
                 return False
         if run_pass.verdict == "YES":
@@ -224,118 +226,6 @@ class Engine:
         interval = self.plan.interval
         if run_pass.leg_steps % interval == 0 and not self.plan.auto_continue:
             self._pause("step cap")
-
-    # -- the judge ------------------------------------------------------------------------
-
-    def _judge(self, run_pass: Pass) -> str | None:
-        Run.objects.filter(pk=self.run.pk).update(phase=Phase.JUDGING)
-        self.run.phase = Phase.JUDGING
-        events.record(self.run, "judging", f"pass {run_pass.number}: judging")
-        result = self.passes.result_of(run_pass)
-        spec = self.armed.spec
-        # placeholders are filled in until: as in the prompts (SPEC §1): the judge of a run on
-        # "cats" reads "five entries on cats", never "{{topic}}"
-        until = render(
-            spec.loop_while.until or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
-        )
-        message = judging.judge_message(until, result, self._evidence(run_pass))
-        messages = [{"role": "user", "content": [{"type": "text", "text": message}]}]
-        bound = input_bound(system=judging.JUDGE_SYSTEM, tools=[], messages=messages, last=None)
-        left = (
-            (self.plan.outer_tokens - self.run.tokens_counted) if self.plan.outer_tokens else bound + JUDGE_MAX_TOKENS
-        )
-        max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
-        counted = fitting.worth_counting(max_tokens, JUDGE_MAX_TOKENS)
-        if counted:
-            bound = self._judge_bound(run_pass, messages, bound)
-            max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
-        if max_tokens is None:
-            self._finish("budget exhausted")
-            return None
-        recount = None if counted else partial(self._judge_bound, run_pass, messages, bound)
-        while True:
-            fitted, applying, bound = self.quota.fit(bound, max_tokens, self.run.judge_model, recount)
-            try:
-                step = self.ledger.reserve(
-                    run_pass,
-                    leg=Phase.JUDGING,
-                    model=self.run.judge_model,
-                    max_tokens=fitted,
-                    bound=bound,
-                    message_count=0,
-                    applying=applying,
-                )
-                break
-            except QuotaRefused as refused:
-                self.quota.wait(refused, self.run.judge_model)
-        self.quota.reserved()
-        max_tokens = fitted
-        started = time.monotonic()
-        try:
-            reply = self.armed.model.complete(self._judge_request(run_pass, messages, max_tokens, seconds=300))
-        except ModelCancelled:
-            self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
-            self._pause("cancelled")
-        except ModelError as exc:
-            self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
-            self._finish(f"judge error: {exc}")
-            return None
-        verdict = judging.parse_verdict(reply.text)
-        self._settle_judge(run_pass, step, reply, verdict, time.monotonic() - started)
-        return verdict.label
-
-    def _judge_bound(self, run_pass: Pass, messages: list, bound: int) -> int:
-        """The judge's input counted exactly where that beats its byte bound: a 20 KB result
-        bounds at 20,000 tokens by its bytes; it counts about 5,000."""
-        counted = exact_count(self.armed, self._judge_request(run_pass, messages, JUDGE_MAX_TOKENS, seconds=60))
-        return min(bound, counted) if counted is not None else bound
-
-    def _judge_request(self, run_pass: Pass, messages: list, max_tokens: int, *, seconds: float) -> ModelRequest:
-        return ModelRequest(
-            model=self.run.judge_model,
-            system=judging.JUDGE_SYSTEM,
-            messages=messages,
-            tools=[],
-            max_tokens=max_tokens,
-            deadline=time.monotonic() + seconds,
-            purpose=Phase.JUDGING,
-            pass_number=run_pass.number,
-            cancelled=self.controls.cancel_requested,
-        )
-
-    def _settle_judge(self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float) -> None:
-        apply_reply(step, reply, seconds)
-        run_pass.verdict, run_pass.reason = verdict.label, verdict.reason
-        run_pass.tokens_counted += reply.usage.counted
-        with transaction.atomic():
-            run_pass.save()
-            Run.objects.filter(pk=self.run.pk).update(last_verdict=verdict.label)
-            # the judge's clock is not the pass's: its seconds stay off the loop's clock
-            self.ledger.settle(step, reply.usage, clock_seconds=0)
-        self.run.last_verdict = verdict.label
-        events.record(
-            self.run,
-            "verdict",
-            f"pass {run_pass.number}: {verdict.label} — {verdict.reason}",
-            number=run_pass.number,
-            verdict=verdict.label,
-        )
-
-    def _evidence(self, run_pass: Pass) -> list[tuple[str, str]]:
-        """What the judge reads beside the result when the tools port has more to show (a
-        coding pass: its final answer and the diff stat of its working copy)."""
-        evidence = getattr(self.armed.tools, "judge_evidence", None)
-        if evidence is None:
-            return []
-        answer = (
-            Step.objects.filter(run_pass=run_pass)
-            .exclude(leg=Phase.JUDGING)
-            .exclude(text="")
-            .order_by("-number")
-            .values_list("text", flat=True)
-            .first()
-        )
-        return [("final_answer", answer or "(the pass ended without a final answer)"), *evidence(run_pass.number)]
 
     # -- how a run leaves the worker ------------------------------------------------------
 
