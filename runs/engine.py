@@ -22,7 +22,7 @@ pass's legs, a leg's steps. Each other concern is a collaborator of its own:
 - runs.engine_quota    the team's spend quotas: a call's room, and the wait when there is none
 - runs.engine_judge    the judge's call and its verdict
 - runs.engine_controls stop / cancel / land now read from the Run, and approval gates
-- runs.engine_parts    what they share: Armed, Turn (the step in hand), Paused
+- runs.engine_parts    what they share: Armed, StepContext (the step in hand), Paused
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from runs.engine_call import Call
 from runs.engine_controls import CONTROL_POLL_SECONDS, ApprovalGate, Controls, keep_stop
 from runs.engine_fitting import ResultFitter
 from runs.engine_judge import Judge
-from runs.engine_parts import Armed, Paused, Turn
+from runs.engine_parts import Armed, Paused, StepContext
 from runs.engine_passes import Passes
 from runs.engine_quota import Quota
 from runs.engine_tools import ToolRunner
@@ -198,9 +198,9 @@ class Engine:
                 return PassStop.STEPS
             if left.seconds <= 0:
                 return PassStop.TIME
-            turn = Turn(run_pass, leg, self.passes.conversation, self.armed.tools.specs(), left.seconds)
+            ctx = StepContext(run_pass, leg, self.passes.conversation, self.armed.tools.specs(), left.seconds)
             try:
-                made = self.call.make(turn, left.tokens)
+                made = self.call.make(ctx, left.tokens)
             except QuotaRefused as refused:
                 self.quota.wait(refused, self.run.executor_model)
                 continue

@@ -23,7 +23,7 @@ from runs import events, fitting
 from runs.conversation import without_images
 from runs.engine_controls import Controls
 from runs.engine_fitting import ResultFitter
-from runs.engine_parts import Armed, Turn
+from runs.engine_parts import Armed, StepContext
 from runs.engine_quota import QUOTA_CUT, Quota
 from runs.engine_tools import ToolRunner
 from runs.ledger import Ledger
@@ -55,58 +55,58 @@ class Call:
         self.quota = quota
         self.fitter = fitter
         self.tools = tools
-        self._pause = pause  # the engine's: the run pauses, this worker's turn ends
+        self._pause = pause  # the engine's: the run pauses, this worker lets the run go
 
-    def make(self, turn: Turn, tokens_left: int) -> tuple[ModelReply, int] | None:
+    def make(self, ctx: StepContext, tokens_left: int) -> tuple[ModelReply, int] | None:
         """The step, with the largest max_tokens the leg's `tokens_left` and the quotas allow:
         its reply and that max_tokens, or None when too little is left for a useful answer. A
         reservation a quota refuses raises QuotaRefused (the leg waits and tries again)."""
         bound = input_bound(
             system=self.armed.system,
-            tools=turn.tools,
-            messages=turn.conversation.messages,
-            last=self.ledger.last_call(turn.run_pass),
+            tools=ctx.tools,
+            messages=ctx.conversation.messages,
+            last=self.ledger.last_call(ctx.run_pass),
         )
         max_tokens = clamp_max_tokens(tokens_left, bound)
         counted = fitting.worth_counting(max_tokens, DEFAULT_MAX_OUTPUT)
         if counted:
-            bound = self._counted_bound(turn, bound)
+            bound = self._counted_bound(ctx, bound)
             max_tokens = clamp_max_tokens(tokens_left, bound)
         if max_tokens is None:
             return None
-        recount = None if counted else partial(self._counted_bound, turn, bound)
+        recount = None if counted else partial(self._counted_bound, ctx, bound)
         max_tokens, applying, bound = self.quota.fit(bound, max_tokens, self.run.executor_model, recount)
-        reply = self._call(turn, max_tokens, bound, applying)
+        reply = self._call(ctx, max_tokens, bound, applying)
         self.quota.reserved()
         return reply, max_tokens
 
-    def _counted_bound(self, turn: Turn, bound: int) -> int:
+    def _counted_bound(self, ctx: StepContext, bound: int) -> int:
         """The exact count (with its margin) where it beats the byte bound, else the bound."""
-        last = self.ledger.last_call(turn.run_pass)
-        if last is not None and last.message_count == len(turn.conversation):
+        last = self.ledger.last_call(ctx.run_pass)
+        if last is not None and last.message_count == len(ctx.conversation):
             return bound  # the bound is already an exact count of exactly these turns
-        messages = turn.conversation.messages
-        counted = self._count(turn, messages)
+        messages = ctx.conversation.messages
+        counted = self._count(ctx, messages)
         if counted is None or counted >= bound:
             return bound
-        self.ledger.note_count(turn.run_pass, LastCall(context=counted, message_count=len(messages)))
+        self.ledger.note_count(ctx.run_pass, LastCall(context=counted, message_count=len(messages)))
         return counted
 
-    def _count(self, turn: Turn, messages: list) -> int | None:
-        """The exact count of the turn's call with these messages, or None."""
-        return exact_count(self.armed, self._request(turn, messages))
+    def _count(self, ctx: StepContext, messages: list) -> int | None:
+        """The exact count of the step's call with these messages, or None."""
+        return exact_count(self.armed, self._request(ctx, messages))
 
-    def _request(self, turn: Turn, messages: list) -> ModelRequest:
+    def _request(self, ctx: StepContext, messages: list) -> ModelRequest:
         return ModelRequest(
             model=self.run.executor_model,
             system=self.armed.system,
             messages=messages,
-            tools=turn.tools,
+            tools=ctx.tools,
             max_tokens=DEFAULT_MAX_OUTPUT,
-            deadline=time.monotonic() + turn.seconds_left,
-            purpose=turn.leg,
-            pass_number=turn.run_pass.number,
-            leg_start=turn.run_pass.leg_start,
+            deadline=time.monotonic() + ctx.seconds_left,
+            purpose=ctx.leg,
+            pass_number=ctx.run_pass.number,
+            leg_start=ctx.run_pass.leg_start,
             cancelled=self.controls.cancel_requested,
             effort=self._effort(),
         )
@@ -116,25 +116,25 @@ class Call:
         effort = self.armed.spec.effort
         return effort if effort and takes_effort(self.run.executor_model) else None
 
-    def _call(self, turn: Turn, max_tokens: int, bound: int, applying: list | None = None) -> ModelReply:
-        run_pass, leg = turn.run_pass, turn.leg
+    def _call(self, ctx: StepContext, max_tokens: int, bound: int, applying: list | None = None) -> ModelReply:
+        run_pass, leg = ctx.run_pass, ctx.leg
         step = self.ledger.reserve(
             run_pass,
             leg=leg,
             model=self.run.executor_model,
             max_tokens=max_tokens,
             bound=bound,
-            message_count=len(turn.conversation),
+            message_count=len(ctx.conversation),
             applying=applying,
         )
         started = time.monotonic()
         request = ModelRequest(
             model=self.run.executor_model,
             system=self.armed.system,
-            messages=turn.conversation.messages,
-            tools=turn.tools,
+            messages=ctx.conversation.messages,
+            tools=ctx.tools,
             max_tokens=max_tokens,
-            deadline=started + turn.seconds_left,
+            deadline=started + ctx.seconds_left,
             purpose=leg,
             pass_number=run_pass.number,
             leg_start=run_pass.leg_start,
@@ -149,22 +149,22 @@ class Call:
         except ModelError as exc:
             self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
             raise
-        self.fitter.offer_room(turn, reply)
+        self.fitter.offer_room(ctx, reply)
         if hasattr(self.armed.tools, "deadline"):  # a command never runs past the leg's clock
-            self.armed.tools.deadline = started + turn.seconds_left
-        results, waited = self.tools.run_calls(reply, turn, step)
+            self.armed.tools.deadline = started + ctx.seconds_left
+        results, waited = self.tools.run_calls(reply, ctx, step)
         self.tools.capture(step)
-        user_turn = self.fitter.fit(turn, reply, results, partial(self._count, turn)) if results else []
+        user_turn = self.fitter.fit(ctx, reply, results, partial(self._count, ctx)) if results else []
         if self.quota.cut(reply):
             user_turn = [{"type": "text", "text": QUOTA_CUT}]  # saved with the reply it follows
         # time spent waiting for a person is not the pass's: it stays off every clock
-        self._settle(turn, step, reply, user_turn, time.monotonic() - started - waited)
+        self._settle(ctx, step, reply, user_turn, time.monotonic() - started - waited)
         return reply
 
-    def _settle(self, turn: Turn, step: Step, reply: ModelReply, user_turn: list[dict], seconds: float) -> None:
+    def _settle(self, ctx: StepContext, step: Step, reply: ModelReply, user_turn: list[dict], seconds: float) -> None:
         """The step's checkpoint, in one transaction: the turns it appended (and only those),
         the pass's counters, its event, then its tokens (the ledger reads the control back)."""
-        usage, run_pass, conversation = reply.usage, turn.run_pass, turn.conversation
+        usage, run_pass, conversation = reply.usage, ctx.run_pass, ctx.conversation
         conversation.append("assistant", reply.content)
         results = [block for block in user_turn if block.get("type") == "tool_result"]
         if user_turn:

@@ -48,7 +48,7 @@ class Judge:
         self.quota = quota
         self._result_of = result_of  # what the pass saved, as its snapshot kept it
         self._finish = finish  # the engine's: the run ends with a cause
-        self._pause = pause  # the engine's: the run pauses, this worker's turn ends
+        self._pause = pause  # the engine's: the run pauses, this worker lets the run go
 
     def verdict(self, run_pass: Pass) -> str | None:
         Run.objects.filter(pk=self.run.pk).update(phase=Phase.JUDGING)

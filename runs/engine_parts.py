@@ -1,5 +1,5 @@
 """What the engine (runs.engine) and its collaborators share: the armed job, the step in hand,
-and the exception that ends a worker's turn on a paused run."""
+and the exception with which a worker lets go of a paused run."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class Armed:
 
 
 @dataclass(slots=True)
-class Turn:
+class StepContext:
     """The step about to be taken: its pass and leg, the conversation it extends, the tools it
     offers (as the tools port lists them now) and what is left of the leg's clock."""
 

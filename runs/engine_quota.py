@@ -23,7 +23,7 @@ class Quota:
 
     def __init__(self, run: Run, pause: Callable[..., None]):
         self.run = run
-        self._pause = pause  # the engine's: the run pauses, this worker's turn ends
+        self._pause = pause  # the engine's: the run pauses, this worker lets the run go
         self._refusals = 0  # in a row, for the call about to be made
         self._cut = False  # the call about to be made has a max_tokens a quota clamped
 

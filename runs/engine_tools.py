@@ -11,7 +11,7 @@ from django.conf import settings
 from agents.ports import ModelReply
 from runs.conversation import call_identity, tool_result
 from runs.engine_controls import ApprovalGate, Controls
-from runs.engine_parts import Armed, Turn
+from runs.engine_parts import Armed, StepContext
 from runs.models import Control, Run, Step
 
 log = logging.getLogger(__name__)
@@ -29,11 +29,11 @@ class ToolRunner:
         self.controls = controls
         self.gate = gate
 
-    def run_calls(self, reply: ModelReply, turn: Turn, step: Step) -> tuple[list[dict], float]:
+    def run_calls(self, reply: ModelReply, ctx: StepContext, step: Step) -> tuple[list[dict], float]:
         """Run the reply's tool calls; returns the results and the seconds spent waiting for
         people to answer approvals."""
         results, waited = [], 0.0
-        history = turn.conversation.call_history()
+        history = ctx.conversation.call_history()
         for call in reply.tool_calls:
             if self.controls.read(force=True) == Control.CANCEL:
                 results.append(tool_result(call["id"], "not run: the run was cancelled", True))
@@ -54,7 +54,7 @@ class ToolRunner:
                     )
                 )
                 continue
-            held = self.gate.hold(call, turn.run_pass, step)
+            held = self.gate.hold(call, ctx.run_pass, step)
             if held is not None:
                 refused, seconds = held
                 waited += seconds
