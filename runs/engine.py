@@ -179,6 +179,7 @@ class Engine:
     # -- a leg: steps until the model is done or a ceiling is hit --------------------------
 
     def _leg(self, run_pass: Pass, leg: str) -> str:
+        """The leg's steps, each taken by self.call; returns why the leg stopped (a PassStop)."""
         self.controls.leg_started()
         while True:
             control = self.controls.before_step()
@@ -223,6 +224,7 @@ class Engine:
             self._after_tool_step(run_pass)
 
     def _after_tool_step(self, run_pass: Pass) -> None:
+        """Every `interval` steps without auto_continue the run waits for a person (SPEC §3)."""
         interval = self.plan.interval
         if run_pass.leg_steps % interval == 0 and not self.plan.auto_continue:
             self._pause("step cap")
