@@ -11,94 +11,92 @@ transaction settles it to the real usage together with the checkpoint (the pass'
 and the turns the step appended). A worker that dies mid-call leaves a pending step that the
 next worker settles at its reservation, so the ceiling holds and no token is counted twice
 (one ledger entry per step).
+
+This module is the loop itself, read top to bottom: passes (pass -> legs -> judge -> next), a
+pass's legs, a leg's steps. Each other concern is a collaborator of its own:
+
+- runs.engine_passes   the pass in hand: start (first, resumed, seeded), wrap-up, end, snapshot
+- runs.engine_call     a step: bound, exact count, quota fit, reservation, call, tools, settle
+- runs.engine_fitting  tool results fitted to the room the leg has left
+- runs.engine_tools    the tools port called: loop detection, approval holds, a web capture
+- runs.engine_quota    the team's spend quotas: a call's room, and the wait when there is none
+- runs.engine_judge    the judge's call and its verdict
+- runs.engine_controls stop / cancel / land now read from the Run, and approval gates
+- runs.engine_parts    what they share: Armed, StepContext (the step in hand), Paused
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import time
-from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 
-from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
-from django.db.models import Case, Value, When
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from agents.ports import ModelCancelled, ModelError, ModelPort, ModelReply, ModelRequest, ToolsPort
-from budgets.efforts import takes_effort
-from budgets.guard import (
-    DEFAULT_MAX_OUTPUT,
-    MIN_USEFUL_OUTPUT,
-    REQUEST_OVERHEAD,
-    JobSpent,
-    LastCall,
-    clamp_max_tokens,
-    input_bound,
-    leg_left,
-    size,
-)
-from budgets.plan import JUDGE_MAX_TOKENS, Plan
-from budgets.quota import reservation_micros
-from catalogue.recipe import render
-from catalogue.spec import RecipeSpec
-from runs import approvals, events, fitting, snapshots
-from runs import judge as judging
-from runs.arming import first_message, reminder, resumed_message, seeded_message
-from runs.conversation import Conversation, call_identity, tool_result, without_images
+from budgets.guard import DEFAULT_MAX_OUTPUT, MIN_USEFUL_OUTPUT, REQUEST_OVERHEAD, leg_left
+from runs import events, snapshots
+from runs.conversation import Conversation
+from runs.engine_call import Call
+from runs.engine_controls import CONTROL_POLL_SECONDS, ApprovalGate, Controls, keep_stop
+from runs.engine_fitting import ResultFitter
+from runs.engine_judge import Judge
+from runs.engine_parts import Armed, Paused, StepContext
+from runs.engine_passes import Passes
+from runs.engine_quota import Quota
+from runs.engine_tools import ToolRunner
 from runs.ledger import Ledger
-from runs.models import Control, Pass, PassStop, Phase, Run, RunState, Step, StepStatus
+from runs.models import Control, Pass, PassStop, Phase, Run, RunState
 from runs.report import write_report
 from runs.signals import run_finished, run_paused
-from spend.prices import micros_per_token
-from spend.quotas import QuotaRefused, room_for
+from spend.quotas import QuotaRefused
+
+__all__ = ["CONTROL_POLL_SECONDS", "Armed", "Engine", "Paused", "finish_run", "pause_run"]
 
 log = logging.getLogger(__name__)
 
-CONTROL_POLL_SECONDS = 0.5
 BUDGET_STOPS = (PassStop.STEPS, PassStop.TIME, PassStop.TOKENS, PassStop.LANDED)
-LOOP_WINDOW = 20  # loop detection: the last 20 tool calls of the pass...
-LOOP_REPEATS = 3  # ...may hold the same call (name and input) at most 3 times
-# what a step's settle saves of the pass: its counters, a fixed size whatever the conversation
-CHECKPOINT_FIELDS = ["leg_steps", "leg_tokens", "leg_seconds", "tokens_counted", "steps_total"]
-QUOTA_TRIES = 2  # a refused reservation is tried once more (a window may have just rolled over)
-QUOTA_CUT = (
-    "[Your reply was cut off here: the team's spend quota had room for only this much. Go on from where it stopped.]"
-)
-
-
-class Paused(Exception):
-    """The run left the worker paused (cancelled, step cap); its checkpoint is saved."""
-
-
-@dataclass
-class Armed:
-    spec: RecipeSpec
-    plan: Plan
-    output_dir: Path
-    model: ModelPort
-    tools: ToolsPort
-    system: str
-    # ask the provider for exact counts near the edge and cut tool results to fit (False:
-    # the byte bound alone, as before; bench.efficiency measures both)
-    exact_counts: bool = True
 
 
 class Engine:
+    """One run driven to its end (or its pause): passes until the judge says YES or a cap,
+    a stop or the budget ends the loop."""
+
     def __init__(self, run: Run, armed: Armed):
         self.run = run
         self.armed = armed
         self.plan = armed.plan
         self.ledger = Ledger(run)
-        self.conversation: Conversation | None = None  # the current pass's, while it runs
-        self._control_checked = 0.0
-        self._control_fresh = False  # the last settle read the control back: no need to ask
-        self._quota_refusals = 0  # in a row, for the call about to be made
-        self._quota_cut = False  # the call about to be made has a max_tokens a quota clamped
+        self.controls = Controls(run)
+        self.passes = Passes(run, armed)
+        # the collaborators pause and finish the run through the engine's own _pause and
+        # _finish: one way out of the worker, wherever in the loop it is taken
+        self.quota = Quota(run, pause=self._pause)
+        self.call = Call(
+            run,
+            armed,
+            self.ledger,
+            controls=self.controls,
+            quota=self.quota,
+            fitter=ResultFitter(armed, self.ledger),
+            tools=ToolRunner(run, armed, self.controls, ApprovalGate(run, armed, self.controls)),
+            pause=self._pause,
+        )
+        self.judge = Judge(
+            run,
+            armed,
+            self.ledger,
+            controls=self.controls,
+            quota=self.quota,
+            result_of=self.passes.result_of,
+            finish=self._finish,
+            pause=self._pause,
+        )
 
-    # -- the loop -------------------------------------------------------------------------
+    @property
+    def conversation(self) -> Conversation | None:
+        """The current pass's conversation, while it runs."""
+        return self.passes.conversation
+
+    # -- the while loop: passes ---------------------------------------------------------
 
     def go(self) -> None:
         try:
@@ -119,7 +117,7 @@ class Engine:
 
     def _one_pass(self) -> bool:
         """Advance the current pass to its end; True when another pass should start."""
-        run_pass = self._current_pass()
+        run_pass = self.passes.current()
         if run_pass.ended_at is None:
             self._legs(run_pass)
         if PassStop.REFUSED in (run_pass.task_stop, run_pass.wrap_up_stop):
@@ -131,7 +129,7 @@ class Engine:
             self._finish("done")
             return False
         if not run_pass.verdict:
-            verdict = self._judge(run_pass)
+            verdict = self.judge.verdict(run_pass)
             if verdict is None:
                 return False
         if run_pass.verdict == "YES":
@@ -141,7 +139,7 @@ class Engine:
 
     def _stop_requested(self) -> bool:
         """A stop asked for at any time before the next pass: the run ends without iterating."""
-        if self._read_control(force=True) == Control.STOP:
+        if self.controls.read(force=True) == Control.STOP:
             self._finish("stopped by user")
             return True
         return False
@@ -159,150 +157,32 @@ class Engine:
         if self.plan.outer_tokens and left < REQUEST_OVERHEAD + MIN_USEFUL_OUTPUT:
             self._finish("budget exhausted")
             return False
-        self._start_pass(run_pass.number + 1, previous=run_pass)
+        self.passes.start(run_pass.number + 1, previous=run_pass)
         return True
 
-    # -- passes ---------------------------------------------------------------------------
-
-    def _current_pass(self) -> Pass:
-        run_pass = self.run.passes.order_by("-number").first()
-        if run_pass is None:
-            return self._start_pass(1, previous=None)
-        if run_pass.ended_at is None:  # a continue, a lost worker's re-run: the same conversation
-            self.conversation = Conversation.load(run_pass)
-        return run_pass
-
-    def _start_pass(self, number: int, previous: Pass | None) -> Pass:
-        spec, out = self.armed.spec, str(self.armed.output_dir)
-        if previous is None and self.run.resumed_from_id:
-            text = resumed_message(
-                spec,
-                self.run.args,
-                out,
-                previous_run=self.run.resumed_from_id,
-                result=judging.newest_result(self.armed.output_dir),
-            )
-        elif previous is None:
-            text = first_message(spec, self.run.args, out)
-        else:
-            text = seeded_message(
-                spec, self.run.args, out, number=number, result=self._result_of(previous), reason=previous.reason
-            )
-        with transaction.atomic():
-            run_pass, created = Pass.objects.get_or_create(run=self.run, number=number)
-            self.conversation = Conversation.start(run_pass, text) if created else Conversation.load(run_pass)
-        Run.objects.filter(pk=self.run.pk).update(pass_number=number, phase=Phase.TASK)
-        self.run.pass_number, self.run.phase = number, Phase.TASK
-        events.record(self.run, "pass.started", f"pass {number}/{self.plan.passes} started", number=number)
-        return run_pass
+    # -- the do leg: a pass's legs ------------------------------------------------------
 
     def _legs(self, run_pass: Pass) -> None:
+        """The task leg; on a budget stop, the wrap-up leg once (when the recipe has one)."""
         if run_pass.phase == Phase.TASK:
             stop = self._leg(run_pass, Phase.TASK)
             run_pass.task_stop = stop
             if stop in BUDGET_STOPS and self.plan.split.takeover and not run_pass.takeover_used:
-                self._begin_wrap_up(run_pass, stop)
+                self.passes.begin_wrap_up(run_pass, stop)
             else:
-                self._end_pass(run_pass)
+                self.passes.end(run_pass)
                 return
         if run_pass.phase == Phase.WRAP_UP:
             run_pass.wrap_up_stop = self._leg(run_pass, Phase.WRAP_UP)
-            self._end_pass(run_pass)
-
-    def _begin_wrap_up(self, run_pass: Pass, stop: str) -> None:
-        """The task prompt loses the wheel; the takeover prompt gets a fresh allotment."""
-        spec = self.armed.spec
-        prompt = render(
-            spec.do.takeover_prompt or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
-        )
-        self.conversation.append_user_text(prompt)
-        run_pass.phase = Phase.WRAP_UP
-        run_pass.takeover_used = True
-        run_pass.leg_start = len(self.conversation) - 1
-        run_pass.leg_steps, run_pass.leg_tokens, run_pass.leg_seconds = 0, 0, 0.0
-        with transaction.atomic():
-            self.conversation.save()
-            run_pass.save()
-            Run.objects.filter(pk=self.run.pk).update(phase=Phase.WRAP_UP, control=_keep_stop())
-        self.run.refresh_from_db(fields=["phase", "control"])
-        events.record(
-            self.run,
-            "wrap-up",
-            f"pass {run_pass.number}: the task leg stopped ({stop}); the wrap-up prompt takes the wheel",
-            stop=str(stop),
-        )
-
-    def _end_pass(self, run_pass: Pass) -> None:
-        run_pass.ended_at = timezone.now()
-        run_pass.snapshot_at = None  # a pass re-run after a lost worker is kept as it ends now
-        kept = self._snapshot(run_pass)
-        self._tools_pass_ended(run_pass)
-        if kept:
-            run_pass.result_file = max(kept, key=lambda r: (r.modified_at, r.name)).name
-        run_pass.save()
-        self.conversation = None
-        events.record(
-            self.run,
-            "pass.ended",
-            f"pass {run_pass.number} ended: task "
-            f"{run_pass.task_stop}" + (f", wrap-up {run_pass.wrap_up_stop}" if run_pass.takeover_used else ""),
-            number=run_pass.number,
-        )
-
-    def _tools_pass_ended(self, run_pass: Pass) -> None:
-        """A tools port that keeps state across passes (a working copy) records the pass's end;
-        a failure is said, and never changes how the pass ended."""
-        ended = getattr(self.armed.tools, "pass_ended", None)
-        if ended is None:
-            return
-        try:
-            ended(run_pass.number)
-        except Exception as exc:
-            log.warning("run %s pass %s: the tools' pass end failed", self.run.pk, run_pass.number, exc_info=True)
-            events.record(self.run, "note", f"pass {run_pass.number}: its working copy was not measured ({exc})")
-
-    def _evidence(self, run_pass: Pass) -> list[tuple[str, str]]:
-        """What the judge reads beside the result when the tools port has more to show (a
-        coding pass: its final answer and the diff stat of its working copy)."""
-        evidence = getattr(self.armed.tools, "judge_evidence", None)
-        if evidence is None:
-            return []
-        answer = (
-            Step.objects.filter(run_pass=run_pass)
-            .exclude(leg=Phase.JUDGING)
-            .exclude(text="")
-            .order_by("-number")
-            .values_list("text", flat=True)
-            .first()
-        )
-        return [("final_answer", answer or "(the pass ended without a final answer)"), *evidence(run_pass.number)]
-
-    def _newest_result(self) -> tuple[str, str] | None:
-        return judging.newest_result(self.armed.output_dir, since=self._since())
-
-    def _since(self) -> float | None:
-        return self.run.started_at.timestamp() - 1 if self.run.started_at else None
-
-    def _snapshot(self, run_pass: Pass) -> list:
-        """The pass's results kept as its snapshot; a disk that refuses them is said, and the
-        judge then reads the folder as before."""
-        try:
-            return snapshots.snapshot_pass(run_pass, self.armed.output_dir, since=self._since())
-        except OSError as exc:
-            log.warning("run %s pass %s: snapshot not kept: %s", self.run.pk, run_pass.number, exc)
-            events.record(self.run, "note", f"pass {run_pass.number}: results not kept as a snapshot ({exc})")
-            return []
-
-    def _result_of(self, run_pass: Pass) -> tuple[str, str] | None:
-        """What the pass saved, as its snapshot kept it (the folder may have moved on since)."""
-        return snapshots.judge_input(run_pass) if run_pass.snapshot_at else self._newest_result()
+            self.passes.end(run_pass)
 
     # -- a leg: steps until the model is done or a ceiling is hit --------------------------
 
     def _leg(self, run_pass: Pass, leg: str) -> str:
-        self._control_fresh = False  # a leg's first step reads the control itself
+        """The leg's steps, each taken by self.call; returns why the leg stopped (a PassStop)."""
+        self.controls.leg_started()
         while True:
-            control = self._control_before_step()
+            control = self.controls.before_step()
             if control == Control.CANCEL:
                 self._pause("cancelled")
             if control == Control.LAND and leg == Phase.TASK:
@@ -319,28 +199,15 @@ class Engine:
                 return PassStop.STEPS
             if left.seconds <= 0:
                 return PassStop.TIME
-            tools = self.armed.tools.specs()
-            bound = input_bound(
-                system=self.armed.system,
-                tools=tools,
-                messages=self.conversation.messages,
-                last=self.ledger.last_call(run_pass),
-            )
-            max_tokens = clamp_max_tokens(left.tokens, bound)
-            counted = fitting.worth_counting(max_tokens, DEFAULT_MAX_OUTPUT)
-            if counted:
-                bound = self._counted_bound(run_pass, leg, tools, bound, left.seconds)
-                max_tokens = clamp_max_tokens(left.tokens, bound)
-            if max_tokens is None:
-                return PassStop.TOKENS
-            recount = None if counted else partial(self._counted_bound, run_pass, leg, tools, bound, left.seconds)
-            max_tokens, applying, bound = self._fit_quota(bound, max_tokens, self.run.executor_model, recount)
+            ctx = StepContext(run_pass, leg, self.passes.conversation, self.armed.tools.specs(), left.seconds)
             try:
-                reply = self._call(run_pass, leg, tools, max_tokens, bound, left.seconds, applying)
+                made = self.call.make(ctx, left.tokens)
             except QuotaRefused as refused:
-                self._quota_wait(refused, self.run.executor_model)
+                self.quota.wait(refused, self.run.executor_model)
                 continue
-            self._quota_refusals = 0
+            if made is None:
+                return PassStop.TOKENS  # too little left for a useful answer: a budget stop
+            reply, max_tokens = made
             if reply.stop_reason == "refusal":
                 return PassStop.REFUSED  # the pass ends and the run says why (_one_pass)
             if reply.stop_reason == "model_context_window_exceeded":
@@ -348,7 +215,7 @@ class Engine:
             if reply.stop_reason == "pause_turn":
                 continue  # the same turn goes on: its partial content goes back, no user text
             if not reply.tool_calls:
-                if self._cut_by_quota(reply):
+                if self.quota.cut(reply):
                     continue  # not a budget stop and not done: the model goes on after the note
                 # cut short by a max_tokens the budget clamped: that is a budget stop
                 if reply.stop_reason == "max_tokens" and max_tokens < DEFAULT_MAX_OUTPUT:
@@ -356,489 +223,24 @@ class Engine:
                 return PassStop.DONE
             self._after_tool_step(run_pass)
 
-    def _counted_bound(self, run_pass: Pass, leg: str, tools: list, bound: int, seconds_left: float) -> int:
-        """The exact count (with its margin) where it beats the byte bound, else the bound."""
-        last = self.ledger.last_call(run_pass)
-        if last is not None and last.message_count == len(self.conversation):
-            return bound  # the bound is already an exact count of exactly these turns
-        messages = self.conversation.messages
-        counted = self._count(self._request(run_pass, leg, tools, messages, seconds_left))
-        if counted is None or counted >= bound:
-            return bound
-        self.ledger.note_count(run_pass, LastCall(context=counted, message_count=len(messages)))
-        return counted
-
-    def _count(self, request: ModelRequest) -> int | None:
-        """The provider's exact input count, margin included, or None (the byte bound stands)."""
-        count = getattr(self.armed.model, "count_tokens", None)
-        if not self.armed.exact_counts or count is None:
-            return None
-        counted = count(request)
-        return None if counted is None else fitting.with_margin(counted)
-
-    def _request(self, run_pass: Pass, leg: str, tools: list, messages: list, seconds_left: float) -> ModelRequest:
-        return ModelRequest(
-            model=self.run.executor_model,
-            system=self.armed.system,
-            messages=messages,
-            tools=tools,
-            max_tokens=DEFAULT_MAX_OUTPUT,
-            deadline=time.monotonic() + seconds_left,
-            purpose=leg,
-            pass_number=run_pass.number,
-            leg_start=run_pass.leg_start,
-            cancelled=self._cancel_requested,
-            effort=self._effort(),
-        )
-
-    def _effort(self) -> str | None:
-        """The recipe's effort, for a model that takes it (budgets.efforts); else none."""
-        effort = self.armed.spec.effort
-        return effort if effort and takes_effort(self.run.executor_model) else None
-
     def _after_tool_step(self, run_pass: Pass) -> None:
+        """Every `interval` steps without auto_continue the run waits for a person (SPEC §3)."""
         interval = self.plan.interval
         if run_pass.leg_steps % interval == 0 and not self.plan.auto_continue:
             self._pause("step cap")
 
-    def _call(
-        self,
-        run_pass: Pass,
-        leg: str,
-        tools: list,
-        max_tokens: int,
-        bound: int,
-        seconds_left: float,
-        applying: list | None = None,
-    ) -> ModelReply:
-        step = self.ledger.reserve(
-            run_pass,
-            leg=leg,
-            model=self.run.executor_model,
-            max_tokens=max_tokens,
-            bound=bound,
-            message_count=len(self.conversation),
-            applying=applying,
-        )
-        started = time.monotonic()
-        request = ModelRequest(
-            model=self.run.executor_model,
-            system=self.armed.system,
-            messages=self.conversation.messages,
-            tools=tools,
-            max_tokens=max_tokens,
-            deadline=started + seconds_left,
-            purpose=leg,
-            pass_number=run_pass.number,
-            leg_start=run_pass.leg_start,
-            cancelled=self._cancel_requested,
-            effort=self._effort(),
-        )
-        try:
-            reply = self.armed.model.complete(request)
-        except ModelCancelled:
-            self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
-            self._pause("cancelled")
-        except ModelError as exc:
-            self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
-            raise
-        self._offer_room(run_pass, leg, reply)
-        if hasattr(self.armed.tools, "deadline"):  # a command never runs past the leg's clock
-            self.armed.tools.deadline = started + seconds_left
-        results, waited = self._run_tools(reply, run_pass, step)
-        self._capture(step)
-        user_turn = self._fit_results(run_pass, leg, tools, reply, results, seconds_left) if results else []
-        if self._cut_by_quota(reply):
-            user_turn = [{"type": "text", "text": QUOTA_CUT}]  # saved with the reply it follows
-        # time spent waiting for a person is not the pass's: it stays off every clock
-        self._settle(run_pass, step, reply, user_turn, time.monotonic() - started - waited)
-        return reply
-
-    # -- near the edge: tool results that fit what the leg has left ---------------------
-
-    def _tokens_left_after(self, run_pass: Pass, leg: str, reply: ModelReply) -> int:
-        """What the leg may still spend once this call is settled."""
-        spent = self.ledger.spent()
-        return leg_left(
-            self.plan,
-            leg,
-            JobSpent(tokens=spent.tokens + reply.usage.counted, seconds=spent.seconds),
-            leg_steps=run_pass.leg_steps + 1,
-            leg_tokens=run_pass.leg_tokens + reply.usage.counted,
-            leg_seconds=run_pass.leg_seconds,
-        ).tokens
-
-    def _offer_room(self, run_pass: Pass, leg: str, reply: ModelReply) -> None:
-        """Tools that read pages or files read no more than the next call could take (about 4
-        characters a token; what still does not fit is cut exactly afterwards)."""
-        if not self.armed.exact_counts or not hasattr(self.armed.tools, "room_chars"):
-            return
-        # earlier tool results can be cleared to make room (see _fit_results), so the room is
-        # what is left once the rest of the conversation is paid for, not its whole context
-        kept = size(self.armed.system) + size(self.armed.tools.specs()) + size(reply.content) + REQUEST_OVERHEAD
-        room = self._tokens_left_after(run_pass, leg, reply) - MIN_USEFUL_OUTPUT - kept // 4
-        self.armed.tools.room_chars = max(0, room) * 4
-
-    def _fit_results(
-        self, run_pass: Pass, leg: str, tools: list, reply: ModelReply, results: list[dict], seconds_left: float
-    ) -> list[dict]:
-        """The user turn this step appends (its tool results, and the reminder at the
-        interval), its results cut where the next call would otherwise have no room."""
-        left = self._tokens_left_after(run_pass, leg, reply) - MIN_USEFUL_OUTPUT
-        if not self.armed.exact_counts:
-            return self._user_turn(run_pass, leg, reply, results)
-        base = LastCall(context=reply.usage.context, message_count=len(self.conversation))
-        # bytes per token of what this call sent: an exact fact to estimate with, never to bound
-        sent = size(self.armed.system) + size(tools) + size(self.conversation.messages)
-        per_token = sent / reply.usage.context if reply.usage.context else None
-        counted = None
-        for _attempt in range(4):  # estimate, make room, count to be sure (once, usually)
-            turn = self._user_turn(run_pass, leg, reply, results)
-            messages = self._with_turns(reply, turn)
-            bound = input_bound(system=self.armed.system, tools=tools, messages=messages, last=base)
-            if bound <= left:
-                return turn
-            sent = size(self.armed.system) + size(tools) + size(messages)
-            estimate = counted if counted is not None else math.ceil(sent / per_token) if per_token else None
-            if estimate is None or estimate <= left:
-                counted = self._count(self._request(run_pass, leg, tools, messages, seconds_left))
-                if counted is not None and counted <= left:
-                    self.ledger.note_count(run_pass, LastCall(context=counted, message_count=len(messages)))
-                    return turn
-                estimate = counted
-            if estimate is None:
-                break  # nothing exact to go by: the byte bound decides below
-            chars = fitting.chars_for_tokens(estimate - left, bytes_total=sent, counted=estimate)
-            counted = None  # what changes now must be counted again
-            if self.conversation.clear_old_results(chars):
-                continue  # earlier results made room for this one
-            if not any(n for _, _, n in fitting.texts_of(results)):
-                return turn  # nothing left to cut: the next step ends the leg, as before
-            results = fitting.cut_results(results, chars)
-        # estimates did not settle it: cut by the byte bound, which holds whatever the count
-        turn = self._user_turn(run_pass, leg, reply, results)
-        bound = input_bound(system=self.armed.system, tools=tools, messages=self._with_turns(reply, turn), last=base)
-        if bound > left:
-            turn = self._user_turn(run_pass, leg, reply, fitting.cut_results(results, bound - left))
-        return turn
-
-    def _with_turns(self, reply: ModelReply, user_turn: list[dict]) -> list[dict]:
-        """The conversation as the next call would send it."""
-        return [
-            *self.conversation.messages,
-            {"role": "assistant", "content": reply.content},
-            {"role": "user", "content": user_turn},
-        ]
-
-    def _user_turn(self, run_pass: Pass, leg: str, reply: ModelReply, results: list[dict]) -> list[dict]:
-        content = list(results)
-        if (run_pass.leg_steps + 1) % self.plan.interval == 0:
-            share = self.plan.split.task if leg == Phase.TASK else self.plan.split.takeover
-            content.append(
-                {
-                    "type": "text",
-                    "text": reminder(
-                        str(self.armed.output_dir),
-                        left=self._tokens_left_after(run_pass, leg, reply),
-                        allotment=share.tokens if share else None,
-                        wrap_up_next=leg == Phase.TASK and self.plan.split.takeover is not None,
-                    ),
-                }
-            )
-        return content
-
-    def _run_tools(self, reply: ModelReply, run_pass: Pass, step: Step) -> tuple[list[dict], float]:
-        """Run the reply's tool calls; returns the results and the seconds spent waiting for
-        people to answer approvals."""
-        results, waited = [], 0.0
-        history = self.conversation.call_history()
-        for call in reply.tool_calls:
-            if self._read_control(force=True) == Control.CANCEL:
-                results.append(tool_result(call["id"], "not run: the run was cancelled", True))
-                continue
-            identity = call_identity(call)
-            repeats = history[-LOOP_WINDOW:].count(identity)
-            history.append(identity)
-            if repeats >= LOOP_REPEATS:
-                results.append(
-                    tool_result(
-                        call["id"],
-                        (
-                            f"refused: this exact call ({call['name']} with the same input) is already "
-                            f"{repeats} of your last {LOOP_WINDOW} tool calls. You are going in circles: "
-                            "change your approach, or save what you have and finish."
-                        ),
-                        True,
-                    )
-                )
-                continue
-            held = self._approval(call, run_pass, step)
-            if held is not None:
-                refused, seconds = held
-                waited += seconds
-                if refused:
-                    results.append(tool_result(call["id"], refused, True))
-                    continue
-            results.append(self._one_tool(call))
-        return results, waited
-
-    def _one_tool(self, call: dict) -> dict:
-        try:
-            outcome = self.armed.tools.call(call["name"], call.get("input") or {})
-            return tool_result(call["id"], outcome.content, outcome.is_error, outcome.images)
-        except Exception as exc:  # a tool bug goes back to the model, never crashes the pass
-            log.exception("tool %s failed", call.get("name"))
-            return tool_result(call["id"], f"tool failed: {type(exc).__name__}: {exc}", True)
-
-    def _approval(self, call: dict, run_pass: Pass, step: Step):
-        """Hold a call the recipe's `approve:` names until a person answers: (why it is not
-        done, or "" when it was approved; seconds waited), or None when it needs no approval."""
-        patterns = self.armed.spec.approve
-        if not patterns:
-            return None
-        arguments = call.get("input") or {}
-        asked = approvals.equivalents_of(self.armed.tools, call["name"], arguments)
-        matched = approvals.gate_call(patterns, asked)
-        if matched is None:
-            return None
-        began = time.monotonic()
-        approval = approvals.request(
-            self.run,
-            pass_number=run_pass.number,
-            step_number=step.number,
-            call=call,
-            pattern=matched[0],
-            subject=matched[1],
-            timeout_seconds=self.armed.spec.approve_timeout or settings.RYSH_APPROVAL_TIMEOUT,
-        )
-        approval = approvals.wait(approval, interrupted=self._approval_interrupted)
-        self.run.state = RunState.RUNNING
-        if approval.state != "approved":
-            return approvals.result_text(approval), time.monotonic() - began
-        # The page may have changed while the person looked: act only on what they approved.
-        now = approvals.equivalents_of(self.armed.tools, call["name"], arguments)
-        return approvals.changed_text(approval, asked, now), time.monotonic() - began
-
-    def _approval_interrupted(self) -> str | None:
-        control = self._read_control(force=True)
-        if control == Control.CANCEL:
-            return "the run was cancelled while it waited; the action was not taken"
-        if control == Control.STOP:
-            return "the run was asked to stop while it waited; the action was not taken"
-        return None
-
-    def _capture(self, step: Step) -> None:
-        """A web step: where the browser is now (the continue checkpoint) and a thumbnail."""
-        capture = getattr(self.armed.tools, "capture", None)
-        shot = capture() if capture else None
-        if shot is None:
-            return
-        step.page_url, step.page_title = shot.url[:2000], shot.title[:300]
-        if shot.jpeg:
-            relative = f"{self.run.pk}/{step.run_pass.number}-{step.number}.jpg"
-            path = Path(settings.RYSH_SCREENSHOTS_DIR) / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(shot.jpeg)
-            step.screenshot = relative
-
-    def _settle(self, run_pass: Pass, step: Step, reply: ModelReply, user_turn: list[dict], seconds: float) -> None:
-        """The step's checkpoint, in one transaction: the turns it appended (and only those),
-        the pass's counters, its event, then its tokens (the ledger reads the control back)."""
-        usage = reply.usage
-        self.conversation.append("assistant", reply.content)
-        results = [block for block in user_turn if block.get("type") == "tool_result"]
-        if user_turn:
-            self.conversation.append("user", user_turn)
-            self.conversation.drop_old_images()
-        run_pass.leg_steps += 1
-        run_pass.leg_tokens += usage.counted
-        run_pass.leg_seconds += seconds
-        run_pass.tokens_counted += usage.counted
-        _apply_reply(step, reply, seconds)
-        step.tool_calls, step.tool_results = reply.tool_calls, [without_images(r) for r in results]
-        with transaction.atomic():
-            self.conversation.save()
-            run_pass.save(update_fields=CHECKPOINT_FIELDS)
-            events.record(
-                self.run,
-                "step",
-                _step_summary(step, usage.counted),
-                pass_number=run_pass.number,
-                step=step.number,
-                leg=step.leg,
-                counted=usage.counted,
-            )
-            self.ledger.settle(step, usage, clock_seconds=seconds)
-        self._control_read_back()
-
-    # -- the judge ------------------------------------------------------------------------
-
-    def _judge(self, run_pass: Pass) -> str | None:
-        Run.objects.filter(pk=self.run.pk).update(phase=Phase.JUDGING)
-        self.run.phase = Phase.JUDGING
-        events.record(self.run, "judging", f"pass {run_pass.number}: judging")
-        result = self._result_of(run_pass)
-        spec = self.armed.spec
-        # placeholders are filled in until: as in the prompts (SPEC §1): the judge of a run on
-        # "cats" reads "five entries on cats", never "{{topic}}"
-        until = render(
-            spec.loop_while.until or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
-        )
-        message = judging.judge_message(until, result, self._evidence(run_pass))
-        messages = [{"role": "user", "content": [{"type": "text", "text": message}]}]
-        bound = input_bound(system=judging.JUDGE_SYSTEM, tools=[], messages=messages, last=None)
-        left = (
-            (self.plan.outer_tokens - self.run.tokens_counted) if self.plan.outer_tokens else bound + JUDGE_MAX_TOKENS
-        )
-        max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
-        counted = fitting.worth_counting(max_tokens, JUDGE_MAX_TOKENS)
-        if counted:
-            bound = self._judge_bound(run_pass, messages, bound)
-            max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
-        if max_tokens is None:
-            self._finish("budget exhausted")
-            return None
-        recount = None if counted else partial(self._judge_bound, run_pass, messages, bound)
-        while True:
-            fitted, applying, bound = self._fit_quota(bound, max_tokens, self.run.judge_model, recount)
-            try:
-                step = self.ledger.reserve(
-                    run_pass,
-                    leg=Phase.JUDGING,
-                    model=self.run.judge_model,
-                    max_tokens=fitted,
-                    bound=bound,
-                    message_count=0,
-                    applying=applying,
-                )
-                break
-            except QuotaRefused as refused:
-                self._quota_wait(refused, self.run.judge_model)
-        self._quota_refusals, max_tokens = 0, fitted
-        started = time.monotonic()
-        try:
-            reply = self.armed.model.complete(self._judge_request(run_pass, messages, max_tokens, seconds=300))
-        except ModelCancelled:
-            self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
-            self._pause("cancelled")
-        except ModelError as exc:
-            self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
-            self._finish(f"judge error: {exc}")
-            return None
-        verdict = judging.parse_verdict(reply.text)
-        self._settle_judge(run_pass, step, reply, verdict, time.monotonic() - started)
-        return verdict.label
-
-    def _judge_bound(self, run_pass: Pass, messages: list, bound: int) -> int:
-        """The judge's input counted exactly where that beats its byte bound: a 20 KB result
-        bounds at 20,000 tokens by its bytes; it counts about 5,000."""
-        counted = self._count(self._judge_request(run_pass, messages, JUDGE_MAX_TOKENS, seconds=60))
-        return min(bound, counted) if counted is not None else bound
-
-    def _judge_request(self, run_pass: Pass, messages: list, max_tokens: int, *, seconds: float) -> ModelRequest:
-        return ModelRequest(
-            model=self.run.judge_model,
-            system=judging.JUDGE_SYSTEM,
-            messages=messages,
-            tools=[],
-            max_tokens=max_tokens,
-            deadline=time.monotonic() + seconds,
-            purpose=Phase.JUDGING,
-            pass_number=run_pass.number,
-            cancelled=self._cancel_requested,
-        )
-
-    def _settle_judge(self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float) -> None:
-        _apply_reply(step, reply, seconds)
-        run_pass.verdict, run_pass.reason = verdict.label, verdict.reason
-        run_pass.tokens_counted += reply.usage.counted
-        with transaction.atomic():
-            run_pass.save()
-            Run.objects.filter(pk=self.run.pk).update(last_verdict=verdict.label)
-            # the judge's clock is not the pass's: its seconds stay off the loop's clock
-            self.ledger.settle(step, reply.usage, clock_seconds=0)
-        self.run.last_verdict = verdict.label
-        events.record(
-            self.run,
-            "verdict",
-            f"pass {run_pass.number}: {verdict.label} — {verdict.reason}",
-            number=run_pass.number,
-            verdict=verdict.label,
-        )
-
-    # -- controls -------------------------------------------------------------------------
-
-    def _read_control(self, *, force: bool = False) -> str:
-        now = time.monotonic()
-        if force or now - self._control_checked >= CONTROL_POLL_SECONDS:
-            self._control_checked = now
-            self.run.control = Run.objects.filter(pk=self.run.pk).values_list("control", flat=True).first() or ""
-        return self.run.control
-
-    def _control_read_back(self) -> None:
-        """The settle's run update just returned the control (ledger): as fresh as a read."""
-        self._control_checked = time.monotonic()
-        self._control_fresh = True
-
-    def _control_before_step(self) -> str:
-        """The control as of now: what the step that just settled read back, else a read."""
-        if self._control_fresh:
-            self._control_fresh = False
-            return self.run.control
-        return self._read_control(force=True)
-
-    def _cancel_requested(self) -> bool:
-        return self._read_control() == Control.CANCEL
+    # -- how a run leaves the worker ------------------------------------------------------
 
     def _pause(self, reason: str, detail: str = "", **data) -> None:
         pause_run(self.run, reason, detail, **data)
         raise Paused(reason)
-
-    def _fit_quota(self, bound: int, max_tokens: int, model: str, recount=None) -> tuple[int, list, int]:
-        """max_tokens clamped to what the quotas that apply leave (as the hard ceiling clamps
-        it to the leg's allotment), those quotas and the input bound; where a quota is what
-        clamps, `recount` may give an exact count of the input instead of its byte bound (a
-        quota is then used to its end, not left with a byte bound's slack). A call with no
-        useful room left waits."""
-        room = room_for(target=self.run.target, user_id=self.run.charged_to_id, model=model)
-        self._quota_cut = False
-        if room.tokens is None:
-            return max_tokens, room.quotas, bound
-        fitted = clamp_max_tokens(room.tokens, bound, ceiling=max_tokens)
-        if recount is not None and (fitted is None or fitted < max_tokens):
-            bound = recount()
-            fitted = clamp_max_tokens(room.tokens, bound, ceiling=max_tokens)
-        if fitted is None:
-            need = bound + MIN_USEFUL_OUTPUT
-            rate = micros_per_token(model)
-            refused = QuotaRefused(room.tightest, tokens=need, micros=reservation_micros(need, rate), at_least=True)
-            self._quota_wait(refused, model, at_once=True)
-        self._quota_cut = fitted < max_tokens
-        return fitted, room.quotas, bound
-
-    def _cut_by_quota(self, reply: ModelReply) -> bool:
-        """The reply stopped at a max_tokens only a quota had clamped: work cut short, not done."""
-        return self._quota_cut and reply.stop_reason == "max_tokens" and not reply.tool_calls
-
-    def _quota_wait(self, refused: QuotaRefused, model: str, *, at_once: bool = False) -> None:
-        """A call that does not fit a quota waits: a refused reservation is tried once more,
-        then the run pauses as `paused(quota: <scope>)` with what the call needs, and
-        spend.services.quota_wake continues it once that fits (window rolled over, quota
-        raised, calls settled)."""
-        self._quota_refusals += 1
-        if self._quota_refusals < QUOTA_TRIES and not at_once:
-            return
-        self._quota_refusals = 0
-        self._pause(
-            refused.quota.pause_reason, str(refused), need_tokens=refused.tokens, model=model, quota=refused.quota.pk
-        )
 
     def _finish(self, cause: str) -> None:
         finish_run(self.run, cause)
 
 
 def pause_run(run: Run, reason: str, detail: str = "", **data) -> None:
-    Run.objects.filter(pk=run.pk).update(state=RunState.PAUSED, pause_reason=reason, control=_keep_stop())
+    Run.objects.filter(pk=run.pk).update(state=RunState.PAUSED, pause_reason=reason, control=keep_stop())
     run.refresh_from_db()
     events.record(run, "paused", f"paused({reason})" + (f": {detail}" if detail else ""), reason=reason, **data)
     _write_report_or_say(run)
@@ -874,24 +276,3 @@ def _snapshot_or_say(run: Run) -> None:
     except OSError as exc:
         log.warning("run %s: last pass's snapshot not kept: %s", run.pk, exc)
         events.record(run, "note", f"the last pass's results were not kept as a snapshot ({exc})")
-
-
-def _keep_stop():
-    """Clearing a handled cancel or land must not drop a stop someone asked for meanwhile."""
-    return Case(When(control=Control.STOP, then=Value(Control.STOP)), default=Value(""))
-
-
-def _apply_reply(step: Step, reply: ModelReply, seconds: float) -> None:
-    """What a settled call said onto the step that reserved it (its tokens: the ledger)."""
-    step.stop_reason, step.text, step.duration_ms = reply.stop_reason, reply.text, int(seconds * 1000)
-    # what the step thought: the blocks stay in the conversation as received; the step keeps
-    # their count and text (shown only where RYSH_SHOW_THINKING allows), never subtracted
-    # from its output tokens, which already include them
-    step.thinking_blocks = len(reply.thinking)
-    step.thinking = "\n\n".join(b.get("thinking") or "" for b in reply.thinking).strip()
-
-
-def _step_summary(step: Step, counted: int) -> str:
-    calls = ", ".join(c["name"] for c in step.tool_calls)
-    thought = f"; {step.thought}" if step.thinking_blocks else ""
-    return f"step {step.number} ({step.leg}): {counted} tokens{thought}" + (f"; {calls}" if calls else "")

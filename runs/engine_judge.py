@@ -1,0 +1,161 @@
+"""The judge (SPEC §4): after each pass, a fresh call of the judge model reads what the pass
+saved against `until` and answers YES or NO with a reason. Its tokens count against the job,
+under the same hard ceiling and quotas as any step (its verdict parsing is runs.judge)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+
+from django.db import transaction
+
+from agents.ports import ModelCancelled, ModelError, ModelReply, ModelRequest
+from budgets.guard import clamp_max_tokens, input_bound
+from budgets.plan import JUDGE_MAX_TOKENS
+from catalogue.recipe import render
+from runs import events, fitting
+from runs import judge as judging
+from runs.engine_call import apply_reply, exact_count
+from runs.engine_controls import Controls
+from runs.engine_parts import Armed
+from runs.engine_quota import Quota
+from runs.ledger import Ledger
+from runs.models import Pass, Phase, Run, Step, StepStatus
+from spend.quotas import QuotaRefused
+
+
+class Judge:
+    """One pass judged: its verdict label, or None when the run ended (or paused) instead."""
+
+    def __init__(
+        self,
+        run: Run,
+        armed: Armed,
+        ledger: Ledger,
+        *,
+        controls: Controls,
+        quota: Quota,
+        result_of: Callable[[Pass], tuple[str, str] | None],
+        finish: Callable[[str], None],
+        pause: Callable[..., None],
+    ):
+        self.run = run
+        self.armed = armed
+        self.plan = armed.plan
+        self.ledger = ledger
+        self.controls = controls
+        self.quota = quota
+        self._result_of = result_of  # what the pass saved, as its snapshot kept it
+        self._finish = finish  # the engine's: the run ends with a cause
+        self._pause = pause  # the engine's: the run pauses, this worker lets the run go
+
+    def verdict(self, run_pass: Pass) -> str | None:
+        Run.objects.filter(pk=self.run.pk).update(phase=Phase.JUDGING)
+        self.run.phase = Phase.JUDGING
+        events.record(self.run, "judging", f"pass {run_pass.number}: judging")
+        result = self._result_of(run_pass)
+        spec = self.armed.spec
+        # placeholders are filled in until: as in the prompts (SPEC §1): the judge of a run on
+        # "cats" reads "five entries on cats", never "{{topic}}"
+        until = render(
+            spec.loop_while.until or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
+        )
+        message = judging.judge_message(until, result, self._evidence(run_pass))
+        messages = [{"role": "user", "content": [{"type": "text", "text": message}]}]
+        bound = input_bound(system=judging.JUDGE_SYSTEM, tools=[], messages=messages, last=None)
+        left = (
+            (self.plan.outer_tokens - self.run.tokens_counted) if self.plan.outer_tokens else bound + JUDGE_MAX_TOKENS
+        )
+        max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
+        counted = fitting.worth_counting(max_tokens, JUDGE_MAX_TOKENS)
+        if counted:
+            bound = self._bound(run_pass, messages, bound)
+            max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
+        if max_tokens is None:
+            self._finish("budget exhausted")
+            return None
+        recount = None if counted else partial(self._bound, run_pass, messages, bound)
+        while True:
+            fitted, applying, bound = self.quota.fit(bound, max_tokens, self.run.judge_model, recount)
+            try:
+                step = self.ledger.reserve(
+                    run_pass,
+                    leg=Phase.JUDGING,
+                    model=self.run.judge_model,
+                    max_tokens=fitted,
+                    bound=bound,
+                    message_count=0,
+                    applying=applying,
+                )
+                break
+            except QuotaRefused as refused:
+                self.quota.wait(refused, self.run.judge_model)
+        self.quota.reserved()
+        max_tokens = fitted
+        started = time.monotonic()
+        try:
+            reply = self.armed.model.complete(self._request(run_pass, messages, max_tokens, seconds=300))
+        except ModelCancelled:
+            self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
+            self._pause("cancelled")
+        except ModelError as exc:
+            self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
+            self._finish(f"judge error: {exc}")
+            return None
+        verdict = judging.parse_verdict(reply.text)
+        self._settle(run_pass, step, reply, verdict, time.monotonic() - started)
+        return verdict.label
+
+    def _evidence(self, run_pass: Pass) -> list[tuple[str, str]]:
+        """What the judge reads beside the result when the tools port has more to show (a
+        coding pass: its final answer and the diff stat of its working copy)."""
+        evidence = getattr(self.armed.tools, "judge_evidence", None)
+        if evidence is None:
+            return []
+        answer = (
+            Step.objects.filter(run_pass=run_pass)
+            .exclude(leg=Phase.JUDGING)
+            .exclude(text="")
+            .order_by("-number")
+            .values_list("text", flat=True)
+            .first()
+        )
+        return [("final_answer", answer or "(the pass ended without a final answer)"), *evidence(run_pass.number)]
+
+    def _bound(self, run_pass: Pass, messages: list, bound: int) -> int:
+        """The judge's input counted exactly where that beats its byte bound: a 20 KB result
+        bounds at 20,000 tokens by its bytes; it counts about 5,000."""
+        counted = exact_count(self.armed, self._request(run_pass, messages, JUDGE_MAX_TOKENS, seconds=60))
+        return min(bound, counted) if counted is not None else bound
+
+    def _request(self, run_pass: Pass, messages: list, max_tokens: int, *, seconds: float) -> ModelRequest:
+        return ModelRequest(
+            model=self.run.judge_model,
+            system=judging.JUDGE_SYSTEM,
+            messages=messages,
+            tools=[],
+            max_tokens=max_tokens,
+            deadline=time.monotonic() + seconds,
+            purpose=Phase.JUDGING,
+            pass_number=run_pass.number,
+            cancelled=self.controls.cancel_requested,
+        )
+
+    def _settle(self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float) -> None:
+        apply_reply(step, reply, seconds)
+        run_pass.verdict, run_pass.reason = verdict.label, verdict.reason
+        run_pass.tokens_counted += reply.usage.counted
+        with transaction.atomic():
+            run_pass.save()
+            Run.objects.filter(pk=self.run.pk).update(last_verdict=verdict.label)
+            # the judge's clock is not the pass's: its seconds stay off the loop's clock
+            self.ledger.settle(step, reply.usage, clock_seconds=0)
+        self.run.last_verdict = verdict.label
+        events.record(
+            self.run,
+            "verdict",
+            f"pass {run_pass.number}: {verdict.label} — {verdict.reason}",
+            number=run_pass.number,
+            verdict=verdict.label,
+        )

@@ -1,0 +1,137 @@
+"""The pass in hand (SPEC §3–§4): its row and its conversation; how a pass starts (the first,
+a resumed run's, or seeded with the previous pass's result and the judge's reason), how the
+wrap-up takes the wheel, and how a pass ends (its results kept as a snapshot)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from catalogue.recipe import render
+from runs import events, snapshots
+from runs import judge as judging
+from runs.arming import first_message, resumed_message, seeded_message
+from runs.conversation import Conversation
+from runs.engine_controls import keep_stop
+from runs.engine_parts import Armed
+from runs.models import Pass, Phase, Run
+
+log = logging.getLogger(__name__)
+
+
+class Passes:
+    """The run's passes, one at a time; `conversation` is the current pass's, while it runs."""
+
+    def __init__(self, run: Run, armed: Armed):
+        self.run = run
+        self.armed = armed
+        self.plan = armed.plan
+        self.conversation: Conversation | None = None
+
+    def current(self) -> Pass:
+        """The run's newest pass (the first one started when there is none), its conversation
+        loaded when it has not ended."""
+        run_pass = self.run.passes.order_by("-number").first()
+        if run_pass is None:
+            return self.start(1, previous=None)
+        if run_pass.ended_at is None:  # a continue, a lost worker's re-run: the same conversation
+            self.conversation = Conversation.load(run_pass)
+        return run_pass
+
+    def start(self, number: int, previous: Pass | None) -> Pass:
+        spec, out = self.armed.spec, str(self.armed.output_dir)
+        if previous is None and self.run.resumed_from_id:
+            text = resumed_message(
+                spec,
+                self.run.args,
+                out,
+                previous_run=self.run.resumed_from_id,
+                result=judging.newest_result(self.armed.output_dir),
+            )
+        elif previous is None:
+            text = first_message(spec, self.run.args, out)
+        else:
+            text = seeded_message(
+                spec, self.run.args, out, number=number, result=self.result_of(previous), reason=previous.reason
+            )
+        with transaction.atomic():
+            run_pass, created = Pass.objects.get_or_create(run=self.run, number=number)
+            self.conversation = Conversation.start(run_pass, text) if created else Conversation.load(run_pass)
+        Run.objects.filter(pk=self.run.pk).update(pass_number=number, phase=Phase.TASK)
+        self.run.pass_number, self.run.phase = number, Phase.TASK
+        events.record(self.run, "pass.started", f"pass {number}/{self.plan.passes} started", number=number)
+        return run_pass
+
+    def begin_wrap_up(self, run_pass: Pass, stop: str) -> None:
+        """The task prompt loses the wheel; the takeover prompt gets a fresh allotment."""
+        spec = self.armed.spec
+        prompt = render(
+            spec.do.takeover_prompt or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
+        )
+        self.conversation.append_user_text(prompt)
+        run_pass.phase = Phase.WRAP_UP
+        run_pass.takeover_used = True
+        run_pass.leg_start = len(self.conversation) - 1
+        run_pass.leg_steps, run_pass.leg_tokens, run_pass.leg_seconds = 0, 0, 0.0
+        with transaction.atomic():
+            self.conversation.save()
+            run_pass.save()
+            Run.objects.filter(pk=self.run.pk).update(phase=Phase.WRAP_UP, control=keep_stop())
+        self.run.refresh_from_db(fields=["phase", "control"])
+        events.record(
+            self.run,
+            "wrap-up",
+            f"pass {run_pass.number}: the task leg stopped ({stop}); the wrap-up prompt takes the wheel",
+            stop=str(stop),
+        )
+
+    def end(self, run_pass: Pass) -> None:
+        run_pass.ended_at = timezone.now()
+        run_pass.snapshot_at = None  # a pass re-run after a lost worker is kept as it ends now
+        kept = self._snapshot(run_pass)
+        self._tools_pass_ended(run_pass)
+        if kept:
+            run_pass.result_file = max(kept, key=lambda r: (r.modified_at, r.name)).name
+        run_pass.save()
+        self.conversation = None
+        events.record(
+            self.run,
+            "pass.ended",
+            f"pass {run_pass.number} ended: task "
+            f"{run_pass.task_stop}" + (f", wrap-up {run_pass.wrap_up_stop}" if run_pass.takeover_used else ""),
+            number=run_pass.number,
+        )
+
+    def result_of(self, run_pass: Pass) -> tuple[str, str] | None:
+        """What the pass saved, as its snapshot kept it (the folder may have moved on since)."""
+        return snapshots.judge_input(run_pass) if run_pass.snapshot_at else self._newest_result()
+
+    def _tools_pass_ended(self, run_pass: Pass) -> None:
+        """A tools port that keeps state across passes (a working copy) records the pass's end;
+        a failure is said, and never changes how the pass ended."""
+        ended = getattr(self.armed.tools, "pass_ended", None)
+        if ended is None:
+            return
+        try:
+            ended(run_pass.number)
+        except Exception as exc:
+            log.warning("run %s pass %s: the tools' pass end failed", self.run.pk, run_pass.number, exc_info=True)
+            events.record(self.run, "note", f"pass {run_pass.number}: its working copy was not measured ({exc})")
+
+    def _newest_result(self) -> tuple[str, str] | None:
+        return judging.newest_result(self.armed.output_dir, since=self._since())
+
+    def _since(self) -> float | None:
+        return self.run.started_at.timestamp() - 1 if self.run.started_at else None
+
+    def _snapshot(self, run_pass: Pass) -> list:
+        """The pass's results kept as its snapshot; a disk that refuses them is said, and the
+        judge then reads the folder as before."""
+        try:
+            return snapshots.snapshot_pass(run_pass, self.armed.output_dir, since=self._since())
+        except OSError as exc:
+            log.warning("run %s pass %s: snapshot not kept: %s", self.run.pk, run_pass.number, exc)
+            events.record(self.run, "note", f"pass {run_pass.number}: results not kept as a snapshot ({exc})")
+            return []
