@@ -75,7 +75,9 @@ class Call:
         if max_tokens is None:
             return None
         recount = None if counted else partial(self._counted_bound, ctx, bound)
-        max_tokens, applying, bound = self.quota.fit(bound, max_tokens, self.run.executor_model, recount)
+        max_tokens, applying, bound = self.quota.fit(
+            bound, max_tokens, self.run.executor_model, recount, none_known=self.ledger.no_quota_since_settle()
+        )
         reply = self._call(ctx, max_tokens, bound, applying)
         self.quota.reserved()
         return reply, max_tokens

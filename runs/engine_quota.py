@@ -27,14 +27,19 @@ class Quota:
         self._refusals = 0  # in a row, for the call about to be made
         self._cut = False  # the call about to be made has a max_tokens a quota clamped
 
-    def fit(self, bound: int, max_tokens: int, model: str, recount=None) -> tuple[int, list, int]:
+    def fit(
+        self, bound: int, max_tokens: int, model: str, recount=None, *, none_known: bool = False
+    ) -> tuple[int, list, int]:
         """max_tokens clamped to what the quotas that apply leave (as the hard ceiling clamps
         it to the leg's allotment), those quotas and the input bound; where a quota is what
         clamps, `recount` may give an exact count of the input instead of its byte bound (a
         quota is then used to its end, not left with a byte bound's slack). A call with no
-        useful room left waits."""
-        room = room_for(target=self.run.target, user_id=self.run.charged_to_id, model=model)
+        useful room left waits. `none_known`: the settle just before read that no quota
+        exists (runs.ledger.Ledger.no_quota_since_settle), so none is read again now."""
         self._cut = False
+        if none_known:
+            return max_tokens, [], bound
+        room = room_for(target=self.run.target, user_id=self.run.charged_to_id, model=model)
         if room.tokens is None:
             return max_tokens, room.quotas, bound
         fitted = clamp_max_tokens(room.tokens, bound, ceiling=max_tokens)
@@ -60,7 +65,7 @@ class Quota:
     def wait(self, refused: QuotaRefused, model: str, *, at_once: bool = False) -> None:
         """A call that does not fit a quota waits: a refused reservation is tried once more,
         then the run pauses as `paused(quota: <scope>)` with what the call needs, and
-        spend.services.quota_wake continues it once that fits (window rolled over, quota
+        runs.quota_waits.quota_wake continues it once that fits (window rolled over, quota
         raised, calls settled)."""
         self._refusals += 1
         if self._refusals < QUOTA_TRIES and not at_once:

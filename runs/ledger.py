@@ -41,10 +41,18 @@ class Ledger:
         self.run = run
         self._last: tuple[int, LastCall | None] | None = None  # (pass id, its last settled call)
         self._count: tuple[int, LastCall] | None = None  # (pass id, an exact count since then)
+        self._no_quota = False  # the last settle read that no spend quota existed then
 
     def spent(self) -> JobSpent:
         """What the job has spent; between calls nothing is in flight, so the settled totals."""
         return JobSpent(tokens=self.run.tokens_counted, seconds=self.run.seconds_used)
+
+    def no_quota_since_settle(self) -> bool:
+        """Whether the settle just before this call read that no quota existed (in its UPDATE's
+        RETURNING): the next call's quota read can be skipped, as if it had been made a moment
+        earlier. Once only: any later call reads the quotas again."""
+        said, self._no_quota = self._no_quota, False
+        return said
 
     def last_call(self, run_pass: Pass) -> LastCall | None:
         """The previous settled call of this conversation, for the incremental bound: kept from
@@ -107,7 +115,7 @@ class Ledger:
         step.save()
         entry = self._entry(step, usage, estimated=False)
         quotas.settle(step, tokens=usage.counted, cost=entry.cost)
-        self._add_to_run(usage, counted=usage.counted, seconds=clock_seconds, model=step.model)
+        self._add_to_run(usage, counted=usage.counted, seconds=clock_seconds, model=step.model, quotas_now=True)
         if step.leg != Phase.JUDGING:
             self._last = (step.run_pass_id, LastCall(context=usage.context, message_count=step.message_count))
             if self._count and self._count[1].message_count <= step.message_count:
@@ -151,10 +159,11 @@ class Ledger:
             charged_to_id=self.run.charged_to_id,
         )
 
-    def _add_to_run(self, usage: Usage, *, counted: int, seconds: float, model: str) -> None:
+    def _add_to_run(self, usage: Usage, *, counted: int, seconds: float, model: str, quotas_now: bool = False) -> None:
         """One UPDATE adds to the run's totals in the database (a person's control written
         meanwhile is never overwritten) and reads back, with RETURNING, the totals and that
-        control: exact whoever else wrote the row, and no second query."""
+        control: exact whoever else wrote the row, and no second query. With `quotas_now` it
+        also reads whether any quota exists (see no_quota_since_settle)."""
         money = usage_cost(model, usage)
         fresh = add_to_run(
             self.run.pk,
@@ -167,7 +176,9 @@ class Ledger:
                 "cache_write_tokens": usage.cache_write_tokens,
             },
             money,
+            quotas_now=quotas_now,
         )
+        self._no_quota = quotas_now and not fresh.pop("quotas")
         for name, value in fresh.items():
             setattr(self.run, name, value)
         if money is not None:
@@ -176,9 +187,10 @@ class Ledger:
             _announce_marks(self.run, before=fresh["tokens_counted"] - counted)
 
 
-def add_to_run(run_id: int, deltas: dict[str, int | float], money: Decimal | None) -> dict:
+def add_to_run(run_id: int, deltas: dict[str, int | float], money: Decimal | None, *, quotas_now: bool = False) -> dict:
     """UPDATE … SET total = total + delta … RETURNING the totals and the control (SQLite 3.35+ and
-    PostgreSQL both return from an UPDATE; the ORM's update() only counts rows)."""
+    PostgreSQL both return from an UPDATE; the ORM's update() only counts rows), and with
+    `quotas_now` whether any spend quota exists (`quotas`: a subquery, no statement of its own)."""
     quote = connection.ops.quote_name
     column = {name: quote(Run._meta.get_field(name).column) for name in [*deltas, "cost", "control"]}
     sets = [f"{column[name]} = {column[name]} + %s" for name in deltas]
@@ -187,9 +199,13 @@ def add_to_run(run_id: int, deltas: dict[str, int | float], money: Decimal | Non
         sets.append(f"{column['cost']} = CAST(COALESCE({column['cost']}, 0) + %s AS NUMERIC)")
         params.append(money)
     returned = [*deltas, "control"]
+    said = [column[n] for n in returned]
+    if quotas_now:
+        returned.append("quotas")
+        said.append(f"EXISTS (SELECT 1 FROM {quote(Quota._meta.db_table)})")
     sql = (
         f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(sets)} "
-        f"WHERE {quote(Run._meta.pk.column)} = %s RETURNING {', '.join(column[n] for n in returned)}"
+        f"WHERE {quote(Run._meta.pk.column)} = %s RETURNING {', '.join(said)}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, run_id])

@@ -280,3 +280,23 @@ def test_near_a_quota_the_input_is_counted_exactly_so_the_quota_is_used_to_its_e
     assert byte_bound + MIN_USEFUL_OUTPUT > 3_000  # the byte bound alone would have paused it
     step = Step.objects.get(run_pass__run=run, number=1)
     assert run.cause == "done" and step.reserved_tokens <= 3_000 and step.max_tokens == first.max_tokens >= 256
+
+
+def test_a_run_reads_the_quotas_once_while_none_exists_and_sees_one_made_mid_run(start):
+    """The settle's UPDATE says whether any quota exists (RETURNING, no statement of its own), so
+    a step where none does reads no quota; one made during a call counts from the next call on."""
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as spent:
+        run = drive(start(TASK, name="free"), greedy(4))
+    assert run.cause == "done"
+    quota_reads = [q for q in spent.captured_queries if q["sql"].startswith("SELECT") and '"spend_quota"' in q["sql"]]
+    assert len(quota_reads) == 1  # the first call's; every later one was told by the settle before it
+
+    def make_a_quota(request):
+        if model.calls == 2:  # during the second call: its settle sees the quota, the third call fits it
+            quota_set(scope="installation", window="day", tokens=1_000, dollars=None)
+
+    model = FakeModel(task=[{"text": "working", "tools": [SAVE]}] * 8 + [{"text": "Done."}], on_call=make_a_quota)
+    run = drive(start(TASK, name="later"), model)
+    assert run.state_label == "paused(quota: installation)" and model.calls == 2
