@@ -67,3 +67,41 @@ class RecipeVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.recipe} @ {self.commit_sha[:8]}"
+
+
+class GitDelivery(models.Model):
+    """One request to the push hook (/hooks/git/), whatever became of it: what the recipes
+    page shows admins, newest first. Only the last KEEP are kept (catalogue.hooks)."""
+
+    ACCEPTED, IGNORED, REFUSED, FAILED = "accepted", "ignored", "refused", "failed"
+
+    received_at = models.DateTimeField()
+    forge = models.CharField(max_length=16, blank=True)  # github | gitlab | gitea | forgejo; "" unknown
+    event = models.CharField(max_length=100, blank=True)
+    delivery_id = models.CharField(max_length=100, blank=True)
+    ref = models.CharField(max_length=300, blank=True)
+    outcome = models.CharField(max_length=10)
+    reason = models.CharField(max_length=300, blank=True)
+    status = models.PositiveSmallIntegerField()  # the HTTP status the forge was answered with
+    sync = models.CharField(max_length=500, blank=True)  # the sync's line, or its (redacted) error
+    # the id of the delivery this one repeats; a number, not a key: old rows are pruned first
+    duplicate_of = models.PositiveBigIntegerField(null=True, blank=True)
+    address = models.GenericIPAddressField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            # A delivery id is claimed by the first delivery that was signed and acted on (or
+            # ignored): a redelivery finds it taken and syncs nothing. Refused requests claim
+            # nothing (an unsigned request must not be able to block a real id), and a failed
+            # sync lets go of its id, so redelivering it from the forge syncs again.
+            models.UniqueConstraint(
+                fields=["forge", "delivery_id"],
+                condition=models.Q(outcome__in=["accepted", "ignored"], duplicate_of__isnull=True)
+                & ~models.Q(delivery_id=""),
+                name="git_delivery_once",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.forge} {self.outcome}"

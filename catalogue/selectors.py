@@ -3,14 +3,16 @@ and plan (a recipe's runs are runs.selectors'). Nothing here writes; the pages c
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import DatabaseError
 from django.db.models import Q, QuerySet
 
 from budgets.lineup import tokenizer_note
 from budgets.plan import resolve
-from catalogue.models import Recipe, RecipeVersion
+from catalogue.models import GitDelivery, Recipe, RecipeVersion, RepoState
 from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe import RecipeError, parse_recipe
+from catalogue.repo import redact
 from catalogue.spec import FOLDERS, KINDS, RecipeSpec
 
 
@@ -110,3 +112,15 @@ def tokenizer_notes(spec: RecipeSpec, *, executor: str, judge: str) -> list[str]
 
 def recipe_targets() -> list[str]:
     return [r.target for r in Recipe.objects.filter(archived=False).order_by("kind", "name")]
+
+
+def repo_state_current() -> RepoState | None:
+    """What the last sync of the configured repository and branch read (None: never synced)."""
+    return RepoState.objects.filter(
+        repo=redact(settings.RYSH_RECIPES_REPO), branch=settings.RYSH_RECIPES_BRANCH
+    ).first()
+
+
+def git_deliveries_recent(*, limit: int = 100) -> list[GitDelivery]:
+    """The push hook's newest deliveries, newest first."""
+    return list(GitDelivery.objects.order_by("-id")[:limit])

@@ -6,6 +6,8 @@ urlpatterns = [
     path("", views.recipe_list, name="home"),  # shadowed by the dashboard; LOGIN_REDIRECT_URL's name
     path("recipes/", views.recipe_list, name="recipe_list"),
     path("recipes/sync/", views.recipes_sync_view, name="recipes_sync"),
+    path("recipes/repository/", views.recipes_repository, name="recipes_repository"),
+    path("hooks/git/", views.git_hook, name="git_hook"),
     path("recipes/<str:kind>/<str:name>/", views.recipe_detail, name="recipe_detail"),
     path("recipes/<str:kind>/<str:name>/diff/", views.recipe_diff, name="recipe_diff"),
 ]

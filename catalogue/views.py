@@ -1,4 +1,5 @@
-"""The recipe catalogue: the list, a recipe's page, the diff between two of its versions."""
+"""The recipe catalogue: the list, a recipe's page, the diff between two of its versions; the
+repository page (admins) and the push hook forges call."""
 
 from __future__ import annotations
 
@@ -6,20 +7,25 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from audit.services import audit_record
+from catalogue.hooks import KEEP, MAX_BODY, git_push_receive
 from catalogue.markdown import render_markdown
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.repo import RepoError, redact
 from catalogue.selectors import (
+    git_deliveries_recent,
     recipe_catalogue,
     recipe_version_before,
     recipe_version_plan,
     recipe_versions,
+    repo_state_current,
 )
 from catalogue.spec import FOLDERS
 from catalogue.sync import recipes_sync
@@ -27,6 +33,7 @@ from reviews.selectors import change_requests_open_count, change_requests_open_f
 from reviews.services import plan_delta, text_diff
 from runs.labels import judge_agreement
 from runs.selectors import recipe_runs_recent, recipes_with_last_run
+from rysh_site.proxies import client_address
 from rysh_site.roles import require, user_can
 from schedules.models import RecipeSchedule
 from schedules.services import recipe_schedule_name, schedule_owner
@@ -53,6 +60,7 @@ def recipe_list(request: HttpRequest) -> HttpResponse:
         "branch": settings.RYSH_RECIPES_BRANCH,
         "can_edit": user_can(request.user, "edit"),
         "can_sync": _can_sync(request.user),
+        "can_admin": user_can(request.user, "admin"),
         "open_changes": change_requests_open_count(),
     }
     template = "catalogue/recipe_list/_rows.html" if request.htmx else "catalogue/recipe_list.html"
@@ -85,6 +93,40 @@ def recipes_sync_view(request: HttpRequest) -> HttpResponse:
         )
         messages.success(request, result.line())
     return redirect("recipe_list")
+
+
+@csrf_exempt  # a forge holds no CSRF token: the body's signature is its credential (catalogue.hooks)
+@require_POST
+def git_hook(request: HttpRequest) -> HttpResponse:
+    """The push hook, public: forges cannot log in. A body over MAX_BODY is not read at all."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    body = request.body if length <= MAX_BODY else None
+    if body is not None and len(body) > MAX_BODY:
+        body = None
+    answer = git_push_receive(headers=request.headers, body=body, address=client_address(request))
+    return JsonResponse(answer.body(), status=answer.status)
+
+
+@login_required
+def recipes_repository(request: HttpRequest) -> HttpResponse:
+    """Admins: the repository, its last sync, and what the push hook received."""
+    require(request.user, "admin")
+    return render(
+        request,
+        "catalogue/recipes_repository.html",
+        {
+            "repo": redact(settings.RYSH_RECIPES_REPO),
+            "branch": settings.RYSH_RECIPES_BRANCH,
+            "state": repo_state_current(),
+            "hook_on": bool(settings.RYSH_GIT_HOOK_SECRET),
+            "hook_url": settings.RYSH_SITE_URL + reverse("git_hook"),
+            "deliveries": git_deliveries_recent(),
+            "keep": KEEP,
+        },
+    )
 
 
 @login_required

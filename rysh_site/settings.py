@@ -221,6 +221,8 @@ if RYSH_HTTPS:
 DEMO_RECIPES_REPO = str(DATA_DIR / "demo-recipes")  # `make run` seeds it (manage.py seed_demo)
 RYSH_RECIPES_REPO = envstr("RYSH_RECIPES_REPO", DEMO_RECIPES_REPO)
 RYSH_RECIPES_BRANCH = envstr("RYSH_RECIPES_BRANCH", "main")
+# the push hook's shared secret (/hooks/git/, catalogue/hooks.py); empty: the hook is off
+RYSH_GIT_HOOK_SECRET = envstr("RYSH_GIT_HOOK_SECRET")
 RYSH_RESULTS_DIR = Path(envstr("RYSH_RESULTS_DIR", str(DATA_DIR / "results"))).resolve()
 RYSH_EXECUTOR_MODEL = envstr("RYSH_EXECUTOR_MODEL", "claude-sonnet-5-5")  # the newest Sonnet
 RYSH_JUDGE_MODEL = envstr("RYSH_JUDGE_MODEL", "claude-haiku-5-5")  # the newest Haiku
