@@ -98,7 +98,7 @@ def git_push_receive(*, headers: Mapping[str, str], body: bytes | None, address:
     if not secret:
         return _refuse(row, 503, "the push hook is off (RYSH_GIT_HOOK_SECRET is not set)")
     if body is None:
-        return _refuse(row, 413, f"body over {MAX_BODY // 1024} KiB")
+        return _refuse(row, 413, f"body over {MAX_BODY >> 20} MiB")
     if forge is None:
         return _refuse(row, 401, "unsigned: no X-GitHub-Event, X-Gitlab-Event, X-Gitea-Event or X-Forgejo-Event")
     if problem := signature_problem(forge, headers, body, secret):

@@ -257,7 +257,7 @@ def test_it_refuses_a_body_over_one_mib(hook, forge):
     body = push_body()[:-1] + b', "pad": "' + b"x" * (1024 * 1024) + b'"}'
     response = post(forge, body, github(body))
     assert response.status_code == 413
-    assert (last().outcome, last().reason) == ("refused", "body over 1024 KiB")
+    assert (last().outcome, last().reason) == ("refused", "body over 1 MiB")
     assert description() == "A task"
 
 
