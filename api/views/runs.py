@@ -11,7 +11,7 @@ from typing import Literal
 from django.conf import settings
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Router, Schema
+from ninja import Router, Schema, Status
 
 from api.views.common import ApiError, acting, refused
 from budgets.plan import Grant as PlanGrant
@@ -177,8 +177,8 @@ def run_start(request: HttpRequest, payload: StartIn):
         except services.RunRefused as exc:
             raise refused(exc) from None
         if isinstance(result, services.DryRun):
-            return 200, {"dry_run": True, "lines": result.lines}
-        return 201, {"dry_run": False, "run": run_summary(result)}
+            return Status(200, {"dry_run": True, "lines": result.lines})
+        return Status(201, {"dry_run": False, "run": run_summary(result)})
 
 
 def _exists_or_404(kind: str, name: str) -> None:
@@ -243,7 +243,7 @@ def run_resume(request: HttpRequest, run_id: int):
             new = services.run_resume(run=previous, user=owner)
         except services.RunRefused as exc:
             raise refused(exc) from None
-        return 201, {"message": f"run #{new.pk} started, resuming run #{previous.pk}", "run": run_summary(new)}
+        return Status(201, {"message": f"run #{new.pk} started, resuming run #{previous.pk}", "run": run_summary(new)})
 
 
 @router.post("/runs/{run_id}/grant")
