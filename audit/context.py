@@ -1,8 +1,10 @@
-"""Where an action comes from: the web (a request's logged-in user and address) or the CLI.
+"""Where an action comes from: the web (a request's logged-in user and address), the CLI, or
+the REST API (a token's owner, `via API token <name>`).
 
-The middleware sets it for each request and the `auto` command for its run; `audit_record`
-reads it, so the services record one row whoever calls them. Outside both (a worker, a
-signal fired from a shell) there is no context and the row says `system`.
+The middleware sets it for each request, the `auto` command for its run and the API for each
+authenticated call; `audit_record` reads it, so the services record one row whoever calls them.
+Outside them all (a worker, a signal fired from a shell) there is no context and the row says
+`system`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-WEB, CLI, SYSTEM = "web", "cli", "system"
+WEB, CLI, API, SYSTEM = "web", "cli", "api", "system"
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class AuditContext:
     address: str | None = None
     user: Any = None  # the request's user (lazy: read only when a row is written)
     actor_name: str = ""  # who, when there is no user: the CLI's `cli:<os user>`
+    via: str = ""  # how the user acted, when not in person: `API token <name>`
 
 
 _current: ContextVar[AuditContext | None] = ContextVar("audit_context", default=None)
@@ -34,8 +37,10 @@ def current() -> AuditContext | None:
 
 
 @contextmanager
-def audit_context(*, source: str, address: str | None = None, user: Any = None, actor_name: str = "") -> Iterator[None]:
-    token = _current.set(AuditContext(source=source, address=address, user=user, actor_name=actor_name))
+def audit_context(
+    *, source: str, address: str | None = None, user: Any = None, actor_name: str = "", via: str = ""
+) -> Iterator[None]:
+    token = _current.set(AuditContext(source=source, address=address, user=user, actor_name=actor_name, via=via))
     try:
         yield
     finally:

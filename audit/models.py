@@ -32,6 +32,9 @@ manager's `update()` / `delete()` all raise AppendOnly. Deleting a user keeps th
 (actor becomes NULL through Django's base manager, actor_name stays). On PostgreSQL the
 database itself refuses any other UPDATE and every DELETE (a trigger: migration 0002).
 
+- API tokens: `token.create`, `token.revoke` (the target is the token; `detail.owner`,
+  `detail.scopes`)
+
 Actions nobody pressed (a schedule's tick, a schedule disabled after failures, a run woken when
 its quota has room) have the source `system` and no actor.
 """
@@ -52,6 +55,7 @@ class AppendOnly(Exception):
 class Source(models.TextChoices):
     WEB = "web", "web"
     CLI = "cli", "CLI"
+    API = "api", "API"  # a REST API call with a token; actor_name says `<owner> via API token <name>`
     SYSTEM = "system", "system"  # no person's request or command: a worker, a shell
 
 

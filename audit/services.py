@@ -11,6 +11,7 @@ from audit.context import SYSTEM, current
 from audit.models import AuditEntry
 
 LABEL_MAX = 300
+NAME_MAX = 150
 
 
 def audit_record(*, actor=None, action: str, target: Any = None, detail: dict | None = None) -> AuditEntry:
@@ -20,9 +21,12 @@ def audit_record(*, actor=None, action: str, target: Any = None, detail: dict | 
     context = current()
     user = actor if _person(actor) else (context.user if context and _person(context.user) else None)
     target_type, target_id, label = _target(target)
+    name = user.get_username() if user else (context.actor_name if context else "")
+    if context and context.via:  # the API: the token's owner acted through it
+        name = f"{name} via {context.via}"
     return AuditEntry.objects.create(
         actor=user,
-        actor_name=user.get_username() if user else (context.actor_name if context else ""),
+        actor_name=name[:NAME_MAX],
         action=action,
         target_type=target_type,
         target_id=target_id,

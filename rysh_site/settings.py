@@ -65,6 +65,9 @@ INSTALLED_APPS = [
     "agents",
     "demo_site",
     "workspaces",
+    # the REST API and its tokens (api/); ninja serves the API docs' Swagger UI from its own static files
+    "ninja",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -174,6 +177,9 @@ LOGOUT_REDIRECT_URL = "login"
 # user before, where only that address's own failures count. Counted in the database.
 RYSH_LOGIN_MAX_FAILURES = envint("RYSH_LOGIN_MAX_FAILURES", 5, minimum=1)
 RYSH_LOGIN_LOCKOUT_MINUTES = envint("RYSH_LOGIN_LOCKOUT_MINUTES", 15, minimum=1)
+# The REST API (api/): calls one token may make per minute (counted in the database, so every
+# web process shares the count); one more gets 429 with Retry-After
+RYSH_API_RATE_PER_MINUTE = envint("RYSH_API_RATE_PER_MINUTE", 120, minimum=1)
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: a locked-out attempt never reaches the password check
     "django.contrib.auth.backends.ModelBackend",

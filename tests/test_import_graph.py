@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = (
     "agents",
+    "api",
     "audit",
     "budgets",
     "catalogue",
@@ -40,6 +41,7 @@ LAYERS = (
     "schedules",
     "notify",
     "demo_site",
+    "api",  # the front door: its tokens sit on every app; its endpoints are edges (views)
 )
 EDGE_PARTS = {"views", "urls", "consumers", "routing", "management", "admin", "cli", "asgi", "wsgi"}
 

@@ -4,6 +4,7 @@ and `auto <kind> rejudge NAME` (a proposed judge over the recipe's last judged r
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
@@ -34,37 +35,62 @@ def do_check(cli: Cli, target, recipe_args, options):
         for issue in exc.issues:
             cli.stderr.write(str(issue))
         raise CommandError(f"{len(exc.issues)} error(s) in {target}") from None
-    if extra := extra_issues(spec):  # what needs the database, e.g. notify: channels
-        for issue in extra:
+    # the installation's and the recipe's quotas: the CLI has no user, so no user quota
+    report = check_report(spec, recipe_args=recipe_args, user_id=None)
+    if report.errors:
+        for issue in report.errors:
             cli.stderr.write(str(issue))
-        raise CommandError(f"{len(extra)} error(s) in {target}")
+        raise CommandError(f"{len(report.errors)} error(s) in {target}")
+    for line in report.plan_lines:
+        cli.stdout.write(line)
+    for line in report.model_lines:
+        cli.stdout.write(f"model: {line}")
+    for line in report.quota_lines:
+        cli.stdout.write(f"quota: {line}")
+    if report.warnings:
+        cli.stdout.write("warnings:")
+        for warning in report.warnings:
+            cli.stdout.write(f"  - {warning}")
+    cli.stdout.write(f"ok: {spec.target} is valid")
+
+
+@dataclass
+class CheckReport:
+    """What `auto check` says of a recipe that parsed (the API's recipe show and check too):
+    the errors that need the database or the models list, else the plan, the models, the worst
+    case against each quota that applies, and the warnings."""
+
+    errors: list[RecipeIssue]
+    plan_lines: list[str] = field(default_factory=list)
+    model_lines: list[str] = field(default_factory=list)
+    quota_lines: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    worst: WorstCase | None = None
+
+
+def check_report(spec, *, recipe_args, user_id: int | None) -> CheckReport:
+    if extra := extra_issues(spec):  # what needs the database, e.g. notify: channels
+        return CheckReport(errors=extra)
     plan = resolve(spec.do, spec.loop_while)
     executor, judge = models_for(spec)
     if issues := _model_issues(spec, executor, judge if plan.judge_tokens else None):
-        for issue in issues:
-            cli.stderr.write(str(issue))
-        raise CommandError(f"{len(issues)} error(s) in {target}")
-    for line in plan_lines(spec, plan, executor=executor, judge=judge):
-        cli.stdout.write(line)
-    for line in model_notes(spec) + tokenizer_notes(spec, executor=executor, judge=judge):
-        cli.stdout.write(f"model: {line}")
+        return CheckReport(errors=issues)
     worst = WorstCase.of(plan, executor=executor, judge=judge)
-    # the installation's and the recipe's quotas: the CLI has no user, so no user quota
-    for line in quota_lines(target=spec.target, user_id=None, worst=worst):
-        cli.stdout.write(f"quota: {line}")
-    warnings = [
-        *spec.warnings,
-        *plan.warnings,
-        *unfilled_placeholders(spec, recipe_args if recipe_args else None),
-        *_approve_warnings(spec),
-        *price_warnings(worst.models),
-        *_models_unchecked(),
-    ]
-    if warnings:
-        cli.stdout.write("warnings:")
-        for warning in warnings:
-            cli.stdout.write(f"  - {warning}")
-    cli.stdout.write(f"ok: {spec.target} is valid")
+    return CheckReport(
+        errors=[],
+        plan_lines=plan_lines(spec, plan, executor=executor, judge=judge),
+        model_lines=model_notes(spec) + tokenizer_notes(spec, executor=executor, judge=judge),
+        quota_lines=quota_lines(target=spec.target, user_id=user_id, worst=worst),
+        warnings=[
+            *spec.warnings,
+            *plan.warnings,
+            *unfilled_placeholders(spec, recipe_args if recipe_args else None),
+            *_approve_warnings(spec),
+            *price_warnings(worst.models),
+            *_models_unchecked(),
+        ],
+        worst=worst,
+    )
 
 
 def do_rejudge(cli: Cli, target, recipe_args, options):
