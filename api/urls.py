@@ -1,11 +1,12 @@
 """/api/: the REST API (django-ninja), its OpenAPI document at /api/openapi.json and its
 browsable docs at /api/docs (Swagger UI from django-ninja's own static files: nothing from a
 CDN). Every endpoint needs `Authorization: Bearer <token>`; the document and the docs page
-describe the API and hold no data, so they are open. The profile page, where people make
+hold no data but are pages like the others: they need a login (every page does). The profile page, where people make
 tokens, is an ordinary logged-in page, /account/tokens/."""
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_required
 from django.urls import path
 from ninja import NinjaAPI
 
@@ -24,6 +25,7 @@ api = NinjaAPI(
     urls_namespace="api",
     docs_url="/docs",
     openapi_url="/openapi.json",
+    docs_decorator=login_required,
 )
 install_error_handlers(api)
 for module in (recipes, runs, approvals, spend):

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from audit.models import AuditEntry
 from runs.models import Approval, ApprovalState, Run, RunState
+from tests.api.conftest import user_with
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 
@@ -194,7 +195,11 @@ def test_spend_and_quotas_read_and_a_bad_filter_is_a_400(api_as):
     assert api.get("/api/quotas").json() == {"quotas": []}
 
 
-def test_the_openapi_document_and_its_docs_page_need_no_cdn(client):
+def test_the_openapi_document_and_its_docs_page_need_a_login_and_no_cdn(client):
+    for url in ("/api/openapi.json", "/api/docs"):
+        answer = client.get(url)
+        assert answer.status_code == 302 and answer["Location"].startswith("/login/")
+    client.force_login(user_with("viewer"))
     schema = client.get("/api/openapi.json").json()
     assert {"/api/runs", "/api/runs/{run_id}/grant", "/api/approvals/{approval_id}/approve", "/api/quotas"} <= set(
         schema["paths"]
