@@ -10,6 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = (
+    "accounts",
     "agents",
     "audit",
     "budgets",
@@ -30,6 +31,7 @@ PACKAGES = (
 LAYERS = (
     "rysh_site",
     "audit",
+    "accounts",
     "budgets",
     "agents",
     "spend",
