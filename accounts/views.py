@@ -84,6 +84,8 @@ class OIDCCallback(CompanyLoginOn, OIDCAuthenticationCallbackView):
             )
         if "code" not in query or "state" not in query:
             return "the provider sent no code"
+        if getattr(self.request, "axes_locked_out", False):  # the login throttle's lock holds for every backend
+            return "too many failed logins from this address; try again later"
         if "oidc_states" not in self.request.session:
             return "no login was started in this browser (or its session ended)"
         return "the account is deactivated or the provider's answer named nobody"

@@ -249,3 +249,16 @@ def test_with_company_login_off_nothing_of_it_shows(settings):
     assert Client().get("/oidc/callback/", {"code": "x", "state": "y"}).status_code == 404
     page = Client().get("/login/").content.decode()
     assert "Log in with" not in page and 'name="password"' in page
+
+
+def test_an_address_the_login_throttle_locked_is_refused_here_too(oidc):
+    User.objects.create_user("ann", password="right-pass")
+    for _ in range(5):
+        Client(REMOTE_ADDR="10.0.0.9").post("/login/", {"username": "ann", "password": "wrong"})
+    alice(oidc)
+    client = Client(REMOTE_ADDR="10.0.0.9")
+    response = company_login(client, oidc, "alice-sub")
+    assert response.status_code == 429 and "Too many failed logins; try again in" in response.content.decode()
+    row = AuditEntry.objects.filter(action="auth.login_failed").latest("id")
+    assert row.detail["via"] == "oidc" and "too many failed logins" in row.detail["reason"]
+    assert logged_in_as(client) is None
