@@ -33,8 +33,24 @@ class LoginRefused(Exception):
         self.reason, self.username, self.subject = reason, username, subject
 
 
+def _lazy(name: str) -> property:
+    return property(lambda self: rp_setting(name))
+
+
 class OIDCBackend(OIDCAuthenticationBackend):
     get_settings = staticmethod(rp_setting)
+    # read when a company login needs them: Django makes the backends for every password login
+    # and every session's user too, which must not depend on the provider
+    OIDC_OP_TOKEN_ENDPOINT = _lazy("OIDC_OP_TOKEN_ENDPOINT")
+    OIDC_OP_USER_ENDPOINT = _lazy("OIDC_OP_USER_ENDPOINT")
+    OIDC_OP_JWKS_ENDPOINT = _lazy("OIDC_OP_JWKS_ENDPOINT")
+    OIDC_RP_CLIENT_ID = _lazy("OIDC_RP_CLIENT_ID")
+    OIDC_RP_CLIENT_SECRET = _lazy("OIDC_RP_CLIENT_SECRET")
+    OIDC_RP_SIGN_ALGO = _lazy("OIDC_RP_SIGN_ALGO")
+    OIDC_RP_IDP_SIGN_KEY = None  # the provider's keys come from its jwks_uri
+
+    def __init__(self, *args, **kwargs):
+        self.UserModel = User  # the library's reads every endpoint here (see above)
 
     def authenticate(self, request, *, nonce, code_verifier):
         """Only for the callback (it alone passes a nonce and a code verifier): a password form's

@@ -6,6 +6,7 @@ exchange. Roles come from the groups claim through RYSH_OIDC_ROLE_MAP at every l
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
@@ -17,6 +18,7 @@ from audit.models import AuditEntry
 from rysh_site.roles import roles_of
 from tests.accounts.conftest import company_login_on
 from tests.accounts.oidc_provider import running_provider
+from tests.e2e.stack import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -262,3 +264,14 @@ def test_an_address_the_login_throttle_locked_is_refused_here_too(oidc):
     row = AuditEntry.objects.filter(action="auth.login_failed").latest("id")
     assert row.detail["via"] == "oidc" and "too many failed logins" in row.detail["reason"]
     assert logged_in_as(client) is None
+
+
+def test_password_logins_and_sessions_never_ask_the_provider(settings, monkeypatch):
+    """Django makes every backend for each password login and each session's user: the company
+    login's must not reach for the provider then."""
+    company_login_on(settings, SimpleNamespace(url=f"http://127.0.0.1:{free_port()}"))  # nothing listens
+    monkeypatch.setattr("requests.get", lambda *a, **k: pytest.fail("the provider was asked"))
+    User.objects.create_user("ann", password="right-pass")
+    client = Client()
+    assert client.post("/login/", {"username": "ann", "password": "right-pass"}).status_code == 302
+    assert client.get("/").status_code == 200
