@@ -6,6 +6,8 @@ refused login, never a 500."""
 
 from __future__ import annotations
 
+import re
+
 import requests
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
@@ -79,9 +81,10 @@ class OIDCCallback(CompanyLoginOn, OIDCAuthenticationCallbackView):
     def _why(self) -> str:
         query = self.request.GET
         if query.get("error"):
-            return f"the provider said {query['error']}" + (
-                f": {query['error_description']}" if query.get("error_description") else ""
-            )
+            # the code only (RFC 6749 error codes are a-z and _); a description in a link anyone can
+            # make would put their words on our login page and in the audit log
+            code = query["error"] if re.fullmatch(r"[a-z_]{1,60}", query["error"]) else "an error"
+            return f"the provider said {code}"
         if "code" not in query or "state" not in query:
             return "the provider sent no code"
         if getattr(self.request, "axes_locked_out", False):  # the login throttle's lock holds for every backend

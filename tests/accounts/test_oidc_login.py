@@ -232,8 +232,11 @@ def test_the_provider_saying_no_is_a_refused_login(oidc):
     client = Client()
     start = client.get("/oidc/authenticate/")
     state = dict(parse_qsl(urlsplit(start["Location"]).query))["state"]
-    response = client.get("/oidc/callback/", {"error": "access_denied", "state": state})
+    response = client.get(
+        "/oidc/callback/", {"error": "access_denied", "state": state, "error_description": "Call +1 555"}
+    )
     refused(response, "the provider said access_denied")
+    assert "555" not in response.content.decode()  # a description in a link anyone can make is not repeated
 
 
 def test_password_credentials_never_reach_the_company_login_backend(oidc, monkeypatch):
