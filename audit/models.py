@@ -21,7 +21,11 @@ Action codes (`<entity>.<verb>`, short, stable: filters match them by prefix):
   `detail.members`), `group.delete` (`detail.members`: who lost it)
 - logins: `auth.login`, `auth.logout`, `auth.login_failed` (no actor; `detail.username`: the name
   tried, never the password; `detail.locked_out`: this failure reached the throttle's limit —
-  attempts the throttle refused unchecked write nothing)
+  attempts the throttle refused unchecked write nothing); company logins (accounts/) say
+  `detail.via: oidc` (a refused one `detail.reason`, and `detail.subject` when the provider named
+  somebody), and `auth.groups_missing` says a login came without the groups claim
+  (`detail.claim`, `detail.removed`: the mapped roles it took); the provider's role changes are
+  `role.add` / `role.remove` with the actor name `oidc:<issuer host>`
 - notification channels: `notify.channel.add`, `notify.channel.change`, `notify.channel.remove`,
   `channel.test` ("Send test"; `detail.delivery`)
 - the catalogue: `recipes.sync` (the Sync button; `detail.head`, `changed`, `versions`, or

@@ -110,7 +110,8 @@ def group_deleted(sender, instance, **kwargs) -> None:
 
 @receiver(user_logged_in, dispatch_uid="audit_login")
 def logged_in(sender, request, user, **kwargs) -> None:
-    audit_record(actor=user, action="auth.login", target=_user_target(user))
+    via = getattr(user, "login_via", None)  # "oidc": the company login (accounts/backends.py)
+    audit_record(actor=user, action="auth.login", target=_user_target(user), detail={"via": via} if via else None)
 
 
 @receiver(user_logged_out, dispatch_uid="audit_logout")

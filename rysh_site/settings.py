@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from rysh_site import login_env
 from rysh_site.env import envbool, envchoice, envhosts, envint, envnetworks, envstr
 from rysh_site.security import private_dir, restrict_umask
 
@@ -68,6 +69,7 @@ INSTALLED_APPS = [
     # the REST API and its tokens (api/); ninja serves the API docs' Swagger UI from its own static files
     "ninja",
     "api",
+    "accounts",  # company login (OpenID Connect) and the local-login switch: docs/login.md
 ]
 
 MIDDLEWARE = [
@@ -196,6 +198,39 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # hammering on a lock doe
 # connection from one of them has its X-Forwarded-For read, for the login throttle and the audit
 # log's address (rysh_site/proxies.py). Empty: the address is REMOTE_ADDR, whatever a client sends.
 RYSH_TRUSTED_PROXIES = envnetworks("RYSH_TRUSTED_PROXIES")
+
+# -- company login (OpenID Connect: accounts/, docs/login.md) --------------------------------------
+# Off unless RYSH_OIDC_ISSUER is set: then the login page offers "Log in with RYSH_OIDC_NAME", the
+# provider's endpoints come from its discovery document (read when the web server starts: a wrong
+# issuer stops it there, never a 500 at login), and each login sets the roles RYSH_OIDC_ROLE_MAP
+# maps the person's groups to. RYSH_LOCAL_LOGIN=false leaves passwords to RYSH_BREAK_GLASS_USERS.
+RYSH_OIDC_ISSUER = login_env.issuer_url("RYSH_OIDC_ISSUER")
+RYSH_OIDC_CLIENT_ID = envstr("RYSH_OIDC_CLIENT_ID")
+RYSH_OIDC_CLIENT_SECRET = envstr("RYSH_OIDC_CLIENT_SECRET")
+RYSH_OIDC_NAME = envstr("RYSH_OIDC_NAME", "single sign-on")  # "Log in with <this>"
+RYSH_OIDC_SCOPES = envstr("RYSH_OIDC_SCOPES", "openid email profile")
+RYSH_OIDC_USERNAME_CLAIM = envstr("RYSH_OIDC_USERNAME_CLAIM", "preferred_username")
+RYSH_OIDC_GROUPS_CLAIM = envstr("RYSH_OIDC_GROUPS_CLAIM", "groups")
+RYSH_OIDC_ROLE_MAP = login_env.role_map("RYSH_OIDC_ROLE_MAP")
+RYSH_OIDC_TIMEOUT = envint("RYSH_OIDC_TIMEOUT", 10, minimum=1)  # seconds per call to the provider
+RYSH_LOCAL_LOGIN = envbool("RYSH_LOCAL_LOGIN", True)
+RYSH_BREAK_GLASS_USERS = login_env.usernames("RYSH_BREAK_GLASS_USERS")
+if RYSH_OIDC_ISSUER:
+    login_env.require_all(
+        {"RYSH_OIDC_CLIENT_ID": RYSH_OIDC_CLIENT_ID, "RYSH_OIDC_CLIENT_SECRET": RYSH_OIDC_CLIENT_SECRET},
+        "RYSH_OIDC_ISSUER is set",
+    )
+    if "openid" not in RYSH_OIDC_SCOPES.split():
+        raise ImproperlyConfigured(f"RYSH_OIDC_SCOPES: expected openid among the scopes, got {RYSH_OIDC_SCOPES!r}")
+    AUTHENTICATION_BACKENDS.append("accounts.backends.OIDCBackend")
+elif RYSH_OIDC_CLIENT_ID or RYSH_OIDC_ROLE_MAP or not RYSH_LOCAL_LOGIN:
+    raise ImproperlyConfigured(
+        "RYSH_OIDC_CLIENT_ID, RYSH_OIDC_ROLE_MAP or RYSH_LOCAL_LOGIN=false need the company login: set RYSH_OIDC_ISSUER"
+    )
+if not RYSH_LOCAL_LOGIN:  # passwords only for the break-glass users, at /login/ and /admin/login/ alike
+    AUTHENTICATION_BACKENDS[AUTHENTICATION_BACKENDS.index("django.contrib.auth.backends.ModelBackend")] = (
+        "accounts.backends.BreakGlassBackend"
+    )
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = envstr("TIME_ZONE", "UTC")

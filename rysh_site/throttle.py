@@ -39,11 +39,13 @@ from axes.helpers import get_client_username
 from axes.models import AccessAttempt, AccessBase, AccessLog
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 REFUSED = "Too many failed logins; try again in {wait}."
+PASSWORDS_OFF = "Password logins are turned off here (but for the break-glass admins): use the company login."
 BY_USERNAME_OR_ADDRESS = ["username", "ip_address"]
 # from an address the user has logged in from: that address's failures against the username, and
 # the address's failures against any username
@@ -55,6 +57,11 @@ class LoginForm(AuthenticationForm):
         **AuthenticationForm.error_messages,
         "invalid_login": "Your username and password didn't match. Please try again.",
     }
+
+    def get_invalid_login_error(self):
+        if not settings.RYSH_LOCAL_LOGIN:  # only the break-glass users may use a password (docs/login.md)
+            return ValidationError(PASSWORDS_OFF, code="invalid_login")
+        return super().get_invalid_login_error()
 
 
 def failure_limit(request, credentials=None) -> int:

@@ -10,6 +10,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("oidc/", include("accounts.urls")),  # company login (404 while RYSH_OIDC_ISSUER is unset)
     path("", include("runs.urls")),  # the dashboard is "/", ahead of the catalogue
     path("", include("catalogue.urls")),
     path("", include("reviews.urls")),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = (
+    "accounts",
     "agents",
     "api",
     "audit",
@@ -31,6 +32,7 @@ PACKAGES = (
 LAYERS = (
     "rysh_site",
     "audit",
+    "accounts",
     "budgets",
     "agents",
     "spend",

@@ -1,0 +1,18 @@
+from django.apps import AppConfig
+from django.core import checks
+
+
+class AccountsConfig(AppConfig):
+    """Company login by OpenID Connect (mozilla-django-oidc), the roles a provider's groups give,
+    and the switch that leaves passwords to the break-glass users (docs/login.md)."""
+
+    name = "accounts"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from accounts.oidc import provider_deploy_check  # the check reads the settings: apps are ready now
+
+        # With --deploy only: every manage.py command runs the default checks (the `auto` CLI, the
+        # workers), and none of them should need the provider to answer. The web server checks it
+        # when it starts (rysh_site/asgi.py).
+        checks.register(provider_deploy_check, "oidc", deploy=True)
