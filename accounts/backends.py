@@ -117,7 +117,10 @@ class OIDCBackend(OIDCAuthenticationBackend):
             if not self.user_can_authenticate(user):
                 raise LoginRefused("this account is deactivated", username=user.get_username())
             groups = groups_from(claims)
-            roles_sync(user=user, groups=groups)
+            request = getattr(self, "request", None)  # the library keeps the callback's request
+            roles_sync(
+                user=user, groups=groups, keep_session=getattr(getattr(request, "session", None), "session_key", None)
+            )
             OIDCIdentity.objects.filter(user=user).update(last_groups=groups, last_login_at=timezone.now())
         user.login_via = "oidc"  # said in the audit log's auth.login row
         return user

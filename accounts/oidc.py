@@ -19,9 +19,12 @@ from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.models import Group
+from django.contrib.sessions.models import Session
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.utils import timezone
 from mozilla_django_oidc.utils import import_from_settings
 
 from audit.context import WEB, audit_context, current
@@ -166,12 +169,14 @@ def groups_from(claims: dict) -> list[str] | None:
     return None
 
 
-def roles_sync(*, user, groups: list[str] | None) -> None:
+def roles_sync(*, user, groups: list[str] | None, keep_session: str | None = None) -> None:
     """Give `user` exactly the roles RYSH_OIDC_ROLE_MAP maps their groups to, among the roles the
     map names; a role the map does not name (given by hand in the admin) is left alone. No groups
     claim: none of the mapped roles. Through the ORM, so the role changes are audited
     (audit/receivers.py) and the person's open sockets re-checked (runs/receivers.py) like any
-    other; the rows name the provider as who changed them."""
+    other; the rows name the provider as who changed them. A role taken away also ends the
+    person's other sessions (all but `keep_session`, the one logging in now): their open pages go
+    to the login page and their sockets close, so nothing they opened with the old role lives on."""
     role_map = settings.RYSH_OIDC_ROLE_MAP
     if not role_map:
         return  # roles are given by hand
@@ -187,6 +192,7 @@ def roles_sync(*, user, groups: list[str] | None) -> None:
             )
         if have - wanted:
             user.groups.remove(*Group.objects.filter(name__in=have - wanted))
+            sessions_end(user, keep=keep_session)
         if wanted - have:
             user.groups.add(*Group.objects.filter(name__in=wanted - have))
 
@@ -196,3 +202,15 @@ def as_provider():
     context = current()
     host = urlsplit(settings.RYSH_OIDC_ISSUER).netloc
     return audit_context(source=WEB, address=context.address if context else None, actor_name=f"oidc:{host}")
+
+
+def sessions_end(user, *, keep: str | None = None) -> int:
+    """End every stored session of `user` but `keep` (database sessions, the default engine): a
+    scan of the live sessions, done only when a login takes a role away."""
+    ended = [
+        session.session_key
+        for session in Session.objects.filter(expire_date__gt=timezone.now()).exclude(session_key=keep or "")
+        if session.get_decoded().get(SESSION_KEY) == str(user.pk)
+    ]
+    Session.objects.filter(session_key__in=ended).delete()
+    return len(ended)

@@ -104,8 +104,21 @@ def test_a_role_removed_at_the_provider_is_gone_at_the_next_login(oidc, monkeypa
     assert roles_of(User.objects.get(pk=user.pk)) == {"operator", "editor"}
     removed = AuditEntry.objects.filter(action="role.remove").get()
     assert removed.detail == {"groups": ["admin"]} and removed.target_id == str(user.pk)
-    # the person's open sockets are told to check their roles again (runs/receivers.py)
+    # the person's open sockets are told to check their roles again (runs/receivers.py), and the
+    # session they opened as an admin ends: its pages go to the login page, its sockets close
     assert {user.pk} in pushed
+    assert logged_in_as(first) is None
+    assert first.get("/")["Location"].startswith("/login/")
+    assert logged_in_as(second) == "alice"
+
+
+def test_a_login_that_takes_no_role_away_leaves_the_person_s_other_sessions(oidc):
+    alice(oidc, groups=["rysh-ops"])
+    first, second = Client(), Client()
+    company_login(first, oidc, "alice-sub")
+    alice(oidc, groups=["rysh-ops", "rysh-admins"])  # a role given, none taken
+    company_login(second, oidc, "alice-sub")
+    assert logged_in_as(first) == logged_in_as(second) == "alice"
 
 
 def test_the_same_login_again_changes_no_role(oidc):
