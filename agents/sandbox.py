@@ -519,3 +519,15 @@ def _remove_stale(parent: Path) -> None:
                 folder.rmdir()
             except OSError:
                 pass
+
+
+def server_wrap(config: SandboxConfig) -> tuple[str, ...]:
+    """The prefix that runs a long-lived program (a stdio MCP server) in the sandbox: the same
+    isolation as a command (no network, no capabilities, its own session, gone with its
+    parent), the file system read-only with the data folders hidden, a private /tmp. Its
+    environment is the caller's business (agents.mcp_client clears it with `env -i`)."""
+    argv = [shutil.which(config.bwrap) or config.bwrap, *_ISOLATION]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run", "--tmpfs", "/tmp"]
+    for folder in _existing_folders(config.hidden):
+        argv += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
+    return (*argv, "--chdir", "/tmp", "--")

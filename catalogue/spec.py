@@ -100,6 +100,16 @@ class NotifyRule:
 
 
 @dataclass(frozen=True)
+class McpUse:
+    """One `mcp:` entry: a registered MCP server, narrowed to some of its tools or not (None).
+    `line` places the entry, for the check that needs the database (toolservers.checks)."""
+
+    server: str
+    tools: tuple[str, ...] | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class RecipeSpec:
     path: str  # as given, for messages
     kind: Kind
@@ -129,6 +139,8 @@ class RecipeSpec:
     # ("." its root, normalised with '/'); None: no working copy, the tools of a plain task
     workdir: str | None = None
     workdir_line: int | None = None  # where `workdir:` sits, for the checks that need the repository
+    # MCP servers the recipe may use (issue 26): their tools are `<server>__<tool>`
+    mcp: tuple[McpUse, ...] = ()
     warnings: tuple[str, ...] = ()
 
     @property

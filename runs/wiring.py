@@ -11,14 +11,17 @@ from django.conf import settings
 
 from agents.browser import BrowserTools
 from agents.coding_tools import CodingTools
+from agents.mcp_client import McpTools
 from agents.ports import ModelPort, ToolsPort
 from agents.providers import model_for
-from agents.sandbox import Sandbox, SandboxConfig, sandbox_problem
+from agents.sandbox import Sandbox, SandboxConfig, sandbox_problem, server_wrap
 from agents.task_tools import TaskTools
 from catalogue.spec import Kind, RecipeSpec
 from runs.arming import arm, system_prompt
 from runs.engine import Armed
 from runs.models import Control, Run, Step
+from toolservers.models import ToolServer
+from toolservers.services import config_of, record_listing
 from workspaces.selectors import stat_lines
 from workspaces.services import workspace_open, workspace_pass_ended
 
@@ -34,6 +37,8 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
             tools = coding_tools(run, spec, output_dir)
         else:
             tools = TaskTools(output_dir, spec.allowed_domains)
+        if spec.mcp:
+            tools = mcp_tools(run, spec, tools)
     return Armed(
         spec=spec,
         plan=plan,
@@ -147,6 +152,38 @@ def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
         on_pass_end=pass_ended,
         notes=notes,
     )
+
+
+def mcp_tools(run: Run, spec: RecipeSpec, inner: ToolsPort) -> McpTools:
+    """The recipe's own tools and its MCP servers' (`mcp:`), started for each pass. A server
+    unregistered since the recipe was checked is left out and said."""
+    servers = {s.name: s for s in ToolServer.objects.filter(name__in=[use.server for use in spec.mcp])}
+    missing = [use.server for use in spec.mcp if use.server not in servers]
+    wrap = mcp_sandbox_wrap()
+    notes = [f"MCP server {name}: not registered (any more): its tools are not offered" for name in missing]
+    for server in servers.values():
+        if server.transport == "stdio" and not (server.sandboxed and wrap):
+            notes.append(
+                f"MCP server {server.name}: runs outside the sandbox (with the worker's network), as its admin set"
+            )
+    return McpTools(
+        inner,
+        [config_of(servers[use.server], wrap=wrap) for use in spec.mcp if use.server in servers],
+        allowed={use.server: use.tools for use in spec.mcp},
+        call_timeout=settings.RYSH_MCP_CALL_TIMEOUT,
+        connect_timeout=settings.RYSH_MCP_CONNECT_TIMEOUT,
+        result_chars=settings.RYSH_MCP_RESULT_CHARS,
+        path=settings.RYSH_SANDBOX_PATH,
+        cancelled=lambda: _stop_reason(run.pk),
+        on_listed=lambda name, tools, problems: record_listing(name, tools, problems),
+        notes=notes,
+    )
+
+
+def mcp_sandbox_wrap() -> tuple[str, ...]:
+    """The bubblewrap prefix for a sandboxed stdio server, or () when the sandbox is off."""
+    config = sandbox_config()
+    return server_wrap(config) if config.enabled else ()
 
 
 def stat_text(stat: list[dict]) -> str:

@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     # the REST API and its tokens (api/); ninja serves the API docs' Swagger UI from its own static files
     "ninja",
     "api",
+    "toolservers",  # MCP servers a team registers; their tools for recipes (docs/mcp.md)
     "accounts",  # company login (OpenID Connect) and the local-login switch: docs/login.md
 ]
 
@@ -376,6 +377,12 @@ RYSH_SANDBOX_PROCESSES = envint("RYSH_SANDBOX_PROCESSES", 512, minimum=8)
 # home are hidden always): put any folder with secrets here
 RYSH_SANDBOX_HIDE = [p for p in envstr("RYSH_SANDBOX_HIDE").split(":") if p]
 RYSH_SANDBOX_PATH = envstr("RYSH_SANDBOX_PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+# tools from MCP servers (toolservers/, docs/mcp.md): how long a server may take to start and list
+# its tools, how long one call may run (never past the leg's clock), the most characters a result
+# may bring back (less when the budget has less room left)
+RYSH_MCP_CONNECT_TIMEOUT = envint("RYSH_MCP_CONNECT_TIMEOUT", 20, minimum=1)
+RYSH_MCP_CALL_TIMEOUT = envint("RYSH_MCP_CALL_TIMEOUT", 60, minimum=1)
+RYSH_MCP_RESULT_CHARS = envint("RYSH_MCP_RESULT_CHARS", 100_000, minimum=1000)
 
 LOGGING = {
     "version": 1,

@@ -23,6 +23,7 @@ PACKAGES = (
     "rysh_site",
     "schedules",
     "spend",
+    "toolservers",
     "workspaces",
 )
 # The apps from the bottom up (docs: Layout). An app's domain modules import only the apps
@@ -37,6 +38,7 @@ LAYERS = (
     "agents",
     "spend",
     "catalogue",
+    "toolservers",
     "reviews",
     "workspaces",
     "runs",

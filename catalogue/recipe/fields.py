@@ -19,7 +19,7 @@ from budgets.units import UnitError, parse_duration
 from catalogue.recipe.goals import goal_warning
 from catalogue.recipe.placeholders import BUILTIN_PLACEHOLDERS
 from catalogue.recipe.reader import BAD, NULL_TAG, Reader, RecipeIssue
-from catalogue.spec import FOLDERS, KINDS, MAX_INTERVAL, NOTIFY_EVENTS, DoSpec, Kind, NotifyRule, WhileSpec
+from catalogue.spec import FOLDERS, KINDS, MAX_INTERVAL, NOTIFY_EVENTS, DoSpec, Kind, McpUse, NotifyRule, WhileSpec
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 
@@ -45,6 +45,7 @@ _TOP_KEYS = (
     "effort",
     "notify",
     "workdir",
+    "mcp",
 )
 _WEB_ONLY = ("web_profile", "url", "web_read", "record")
 _TASK_ONLY = ("workdir",)
@@ -56,6 +57,7 @@ _WHILE_KEYS = ("enabled", "max_iterations", "max_duration", "budget", "prompts",
 _WHILE_BUDGET_KEYS = ("size",)
 _PROMPTS_KEYS = ("until", "iterate_with")
 _NOTIFY_KEYS = ("channel", "events")
+_MCP_KEYS = ("server", "tools")
 
 # Where each mapping sits, so a key put at the wrong level can be pointed home
 # (`until:` directly under `loop.while` is the classic slip). Legacy `step` is left out
@@ -126,6 +128,7 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
             "effort": functools.partial(r.choice, options=EFFORTS),
             "notify": functools.partial(_read_notify, r),
             "workdir": functools.partial(_read_workdir, r),
+            "mcp": functools.partial(_read_mcp, r),
         },
     )
     if "workdir" in values:
@@ -371,6 +374,55 @@ def _read_notify(r: Reader, node, field) -> tuple[NotifyRule, ...] | None:
         if channel is not None and events is not None:
             rules.append(NotifyRule(channel=channel, events=events, line=r.line(keys["channel"])))
     return tuple(rules)
+
+
+_MCP_SERVER_RE = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
+_MCP_TOOL_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+_MCP_EXPECTED = "a list of MCP server names, or {server: NAME, tools: [...]} entries"
+
+
+def _read_mcp(r: Reader, node, field) -> tuple[McpUse, ...] | None:
+    """`mcp: [tracker]` or `- server: tracker` / `tools: [search_issues]`: the shape here; whether
+    the server is registered and has those tools needs the database (toolservers.checks)."""
+    if not isinstance(node, yaml.SequenceNode):
+        r.expected(node, field, _MCP_EXPECTED)
+        return None
+    uses: list[McpUse] = []
+    for item in node.value:
+        if isinstance(item, yaml.MappingNode):
+            keys = r.mapping(item, field, _MCP_KEYS)
+            if keys is None:
+                continue
+            if "server" not in keys:
+                r.add(item, field, "expected an entry with server (and optionally tools), got one without server")
+                continue
+            server = _mcp_server(r, keys["server"], f"{field}.server")
+            tools = None
+            if "tools" in keys:
+                items = r.items(keys["tools"], f"{field}.tools", "tool names")
+                if items is None:
+                    continue
+                tools = []
+                for tool_node, value in items:
+                    if isinstance(value, str) and _MCP_TOOL_RE.match(value):
+                        tools.append(value)
+                    elif value is not BAD:
+                        r.expected(tool_node, f"{field}.tools", "a tool name of the server (letters, digits, _ or -)")
+                tools = tuple(dict.fromkeys(tools))
+            line = r.line(keys["server"])
+        else:
+            server, tools, line = _mcp_server(r, item, field), None, r.line(item)
+        if server is None:
+            continue
+        if any(use.server == server for use in uses):
+            r.add(item, field, f"server {server!r} is listed twice")
+            continue
+        uses.append(McpUse(server=server, tools=tools, line=line))
+    return tuple(uses)
+
+
+def _mcp_server(r: Reader, node, field) -> str | None:
+    return r.matching(node, field, pattern=_MCP_SERVER_RE, what="an MCP server name (lowercase letters, digits or '-')")
 
 
 def _read_notify_events(r: Reader, node, field) -> tuple[str, ...] | None:

@@ -190,6 +190,7 @@ def _approve_warnings(spec) -> list[str]:
         f"approve: {entry!r} names no {spec.kind} tool ({', '.join(sorted(known))}), so it never holds anything"
         for entry in spec.approve
         if entry.partition(":")[0].partition("(")[0].strip() not in known
+        and entry.partition("__")[0] not in {use.server for use in spec.mcp}  # an MCP tool (`tracker__add_comment`)
     ]
 
 
