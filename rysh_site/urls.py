@@ -16,6 +16,7 @@ urlpatterns = [
     path("", include("reviews.urls")),
     path("", include("agents.urls")),
     path("", include("notify.urls")),
+    path("", include("toolservers.urls")),
     path("", include("audit.urls")),
     path("", include("spend.urls")),
     path("", include("workspaces.urls")),

@@ -81,5 +81,14 @@ def http_app(name: str):
     return SERVERS[name]().streamable_http_app(streamable_http_path="/mcp")
 
 
+def serve_http(name: str, port: int) -> None:
+    import uvicorn  # the SDK's server dependency
+
+    uvicorn.run(http_app(name), host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    SERVERS[sys.argv[2]]().run("stdio")
+    if sys.argv[1] == "http":
+        serve_http(sys.argv[2], int(sys.argv[3]))
+    else:
+        SERVERS[sys.argv[2]]().run("stdio")

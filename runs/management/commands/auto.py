@@ -19,6 +19,7 @@ from runs.cli import approvals, controls, profiles, reading, recipes, schedules,
 from runs.cli.common import Cli
 from runs.cli.controls import OVERRIDE_OPTIONS
 from spend.cli import price_cli, quota_cli
+from toolservers.cli import mcp_cli
 
 ACTIONS = [
     "run",
@@ -41,8 +42,8 @@ ACTIONS = [
     "keep",
     "discard",
 ]
-SPEND = {"quota": quota_cli, "price": price_cli}  # `auto quota …`, `auto price …`: no recipe kind
-SPEND_ACTIONS = ["set", "list", "rm"]
+SPEND = {"quota": quota_cli, "price": price_cli, "mcp": mcp_cli}  # `auto quota …`, `auto price …`: no recipe kind
+SPEND_ACTIONS = ["set", "list", "rm", "add", "test"]  # add|test: `auto mcp …` (toolservers/cli.py)
 VERBS = {
     **recipes.VERBS,
     **controls.VERBS,
@@ -61,7 +62,7 @@ class Command(BaseCommand):
         "auto <kind> rejudge NAME [--until-file F] [-n 10] [--judge-model M]; "
         "auto task diff|keep|discard NAME [--run ID] [--pass N]; "
         "auto <kind> schedule add|list|rm|enable|disable|owner ...; auto web profile list|rm [NAME]; "
-        "auto quota set|list|rm ...; auto price set|list|rm ..."
+        "auto quota set|list|rm ...; auto price set|list|rm ...; auto mcp add|list|rm|test ..."
     )
 
     def add_arguments(self, parser):
@@ -86,6 +87,13 @@ class Command(BaseCommand):
             parser.add_argument(
                 f"--{name.replace('_', '-')}", dest=f"price_{name}", help="price set: USD per million tokens"
             )
+        parser.add_argument("--command", dest="mcp_command", help="mcp add: the stdio server's command line")
+        parser.add_argument("--url", dest="mcp_url", help="mcp add: the streamable-HTTP server's URL")
+        parser.add_argument("--env", dest="mcp_env", action="append", help="mcp add: NAME=VALUE for a stdio server")
+        parser.add_argument("--header", dest="mcp_header", action="append", help="mcp add: 'Name: value' for HTTP")
+        parser.add_argument(
+            "--outside-sandbox", dest="mcp_outside_sandbox", action="store_true", help="mcp add: run with network"
+        )
         parser.add_argument("--until-file", help="rejudge: a file holding the new goal (default: the current until)")
         parser.add_argument("-n", dest="rejudge_n", type=int, default=10, help="rejudge: the last N judged passes")
         parser.add_argument("--judge-model", help="rejudge: the judge model (default: the recipe's)")

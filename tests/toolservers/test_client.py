@@ -1,0 +1,130 @@
+"""The MCP client (agents/mcp_client.py) against real servers built with the SDK: tools named
+`<server>__<tool>`, only the admin's environment, timeouts, cut results, images, a crash
+restarted once then reported, an injection that stays data, nothing left running."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from agents.mcp_client import McpTools, ServerConfig, list_server_tools, schema_problem
+from agents.ports import ToolResult
+from tests.toolservers.conftest import SCRIPT
+from tests.toolservers.servers import INJECTION
+
+
+class Inner:
+    notes: list = []
+
+    def specs(self):
+        return [{"name": "save_result", "description": "", "input_schema": {"type": "object"}}]
+
+    def call(self, name, arguments):
+        return ToolResult(f"inner {name}")
+
+
+def stdio(name, env=None):
+    return ServerConfig(name, "stdio", command=(sys.executable, SCRIPT, "stdio", name), env=env or {})
+
+
+def running(marker: str) -> bool:
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return bool(out.strip())
+
+
+def test_it_lists_a_stdio_server_and_an_http_server(http_server):
+    tools, problems = list_server_tools(stdio("tracker"))
+    assert [t.name for t in tools] == ["search_issues", "add_comment", "environment"] and problems == []
+    assert tools[1].input_schema["required"] == ["issue", "text"]
+    url = http_server("tracker")
+    tools, _ = list_server_tools(ServerConfig("web", "http", url=url, headers={"Authorization": "Bearer t"}))
+    assert "search_issues" in [t.name for t in tools]
+
+
+def test_a_server_that_does_not_answer_is_a_clear_error():
+    from agents.mcp_client import McpError
+
+    with pytest.raises(McpError):
+        list_server_tools(ServerConfig("gone", "stdio", command=("/bin/false",)), timeout=5)
+    with pytest.raises(McpError):
+        list_server_tools(ServerConfig("gone", "http", url="http://127.0.0.1:9/mcp"), timeout=5)
+
+
+def test_a_schema_that_is_not_json_schema_is_refused():
+    assert schema_problem([1]) == "its input schema is not a JSON object"
+    assert "not an object" in schema_problem({"type": "string"})
+    assert schema_problem({"type": "object", "properties": 3}) is not None
+
+
+def test_the_tools_port_names_calls_and_survives_a_misbehaving_server(http_server):
+    url = http_server("flaky")
+    tools = McpTools(
+        Inner(),
+        [stdio("tracker", env={"TRACKER_TOKEN": "s3cret"}), ServerConfig("flaky", "http", url=url)],
+        allowed={"tracker": ("search_issues", "environment"), "flaky": None},
+        call_timeout=2,
+    )
+    try:
+        names = [s["name"] for s in tools.specs()]
+        assert names[0] == "save_result" and "tracker__search_issues" in names and "flaky__slow" in names
+        assert "tracker__add_comment" not in names  # narrowed by `tools:`
+        described = {s["name"]: s for s in tools.specs()}["tracker__search_issues"]
+        assert "[MCP server tracker]" in described["description"] and described["input_schema"]["type"] == "object"
+        env = tools.call("tracker__environment", {}).content
+        assert "TRACKER_TOKEN=s3cret" in env and "ANTHROPIC" not in env and "DJANGO" not in env and "HOME" not in env
+        assert tools.call("tracker__search_issues", {"query": "x"}).content.startswith("#12 x")
+        assert tools.call("save_result", {}).content == "inner save_result"
+        assert tools.call("tracker__add_comment", {}).is_error  # not offered
+        began = time.monotonic()
+        slow = tools.call("flaky__slow", {"seconds": 20})
+        assert slow.is_error and "no answer within 2s" in slow.content and time.monotonic() - began < 5
+        tools.room_chars = 500
+        huge = tools.call("flaky__huge", {"chars": 200_000})
+        assert len(huge.content) < 700 and "[cut: 200,000 → 500" in huge.content
+        assert tools.call("flaky__huge", {"chars": 2_000_000}).is_error  # past the SDK's 1 MB event limit
+        picture = tools.call("flaky__picture", {})
+        assert picture.images[0]["media_type"] == "image/png"
+        assert tools.call("flaky__broken", {}).is_error
+        injected = tools.call("flaky__read_issue", {})
+        assert injected.content == INJECTION and not injected.is_error  # data for the model, nothing more
+    finally:
+        tools.close()
+
+
+def test_a_dead_stdio_server_is_restarted_once_then_reported_and_stopped_with_the_pass():
+    tools = McpTools(Inner(), [stdio("flaky")], allowed={"flaky": None}, call_timeout=5)
+    tools.specs()
+    first = tools.call("flaky__crash", {})
+    assert first.is_error and "restarted" in first.content
+    assert tools.call("flaky__read_issue", {}).content == INJECTION
+    second = tools.call("flaky__crash", {})
+    assert second.is_error and "died again" in second.content
+    assert "not available" in tools.call("flaky__read_issue", {}).content
+    assert any("restarted once" in note for note in tools.notes)
+    tools.pass_ended(1)
+    tools.specs()  # a new pass: a fresh server
+    assert tools.call("flaky__read_issue", {}).content == INJECTION
+    assert running(f"{SCRIPT} stdio flaky")
+    tools.close()
+    time.sleep(0.3)
+    assert not running(f"{SCRIPT} stdio flaky")
+
+
+def test_a_cancel_stops_a_call_in_flight():
+    why = {}
+    tools = McpTools(
+        Inner(), [stdio("flaky")], allowed={"flaky": None}, call_timeout=30, cancelled=lambda: why.get("now")
+    )
+    try:
+        tools.specs()
+        began = time.monotonic()
+        import threading
+
+        threading.Timer(0.5, lambda: why.update(now="the run was cancelled")).start()
+        result = tools.call("flaky__slow", {"seconds": 20})
+        assert result.is_error and "cancelled" in result.content and time.monotonic() - began < 3
+    finally:
+        tools.close()
+    assert os.environ.get("RYSH_TEST_NEVER") is None
