@@ -1,0 +1,138 @@
+"""Registering servers, `mcp:` in recipes, and a recipe run end to end on the real anthropic SDK
+path (the fake Messages server) with a stdio and an HTTP server; a gated MCP tool waits."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from audit.models import AuditEntry
+from catalogue.checks import extra_issues
+from catalogue.recipe import RecipeError, parse_recipe
+from runs import services, worker
+from runs.models import Approval, ApprovalState
+from runs.wiring import arm_run
+from tests.fakes.anthropic_server import fake_anthropic, judge_or  # noqa: F401 (fixture)
+from tests.runs.test_approvals import Person
+from tests.toolservers.conftest import stdio_command
+from toolservers.models import ToolServer
+from toolservers.services import server_add
+
+RECIPE = """---
+mcp:
+  - tracker
+  - server: web
+    tools: [search_issues]
+approve: [tracker__add_comment]
+loop:
+  do:
+    max_iterations: 10
+    budget:
+      size: 1b
+  while:
+    max_iterations: 1
+    prompts:
+      until: triage.md exists
+---
+Triage the open issues into triage.md.
+"""
+
+
+def auto(*words):
+    out = StringIO()
+    call_command("auto", *words, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_cli_adds_lists_tests_and_removes_a_server_and_never_prints_a_secret(settings):
+    settings.RYSH_SANDBOX = "off"
+    auto("mcp", "add", "tracker", "--command", stdio_command("tracker"), "--env", "TRACKER_TOKEN=s3cret")
+    listed = auto("mcp", "list")
+    assert "tracker" in listed and "TRACKER_TOKEN=••••" in listed and "s3cret" not in listed
+    tested = auto("mcp", "test", "tracker")
+    assert "tracker__add_comment" in tested and "3 tool(s)" in tested
+    assert ToolServer.objects.get().tool_names == ["search_issues", "add_comment", "environment"]
+    with pytest.raises(CommandError):
+        auto("mcp", "add", "tracker", "--url", "https://x.example/mcp")
+    assert "removed" in auto("mcp", "rm", "tracker")
+    actions = list(AuditEntry.objects.filter(action__startswith="mcp.").order_by("id").values_list("action", flat=True))
+    assert actions == ["mcp.add", "mcp.remove"]
+    assert "s3cret" not in str(list(AuditEntry.objects.values_list("detail", flat=True)))
+
+
+@pytest.mark.django_db
+def test_the_page_is_for_admins_and_never_shows_a_secret_back():
+    from tests.runs.test_view_runs import client_for, user_with
+
+    admin = client_for(user_with("admin"))
+    response = admin.post(
+        "/mcp-servers/",
+        {
+            "name": "web",
+            "transport": "http",
+            "url": "https://t.example/mcp?key=abc",
+            "headers": "Authorization: Bearer zz",
+        },
+    )
+    assert response.status_code == 302
+    page = admin.get(response.url).content.decode()
+    assert "Authorization: ••••" in page and "Bearer zz" not in page and "abc" not in page
+    assert client_for(user_with("operator")).get("/mcp-servers/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_an_unknown_server_or_tool_is_a_recipe_error_at_its_line(tmp_path):
+    spec = parse_recipe(RECIPE, path="triage.md", kind="task", name="triage")
+    issues = extra_issues(spec)
+    assert [(i.line, i.field) for i in issues] == [(3, "mcp.server"), (4, "mcp.server")]
+    server_add(name="tracker", transport="stdio", command=stdio_command("tracker"))
+    web = server_add(name="web", transport="http", url="http://127.0.0.1:9/mcp")
+    assert extra_issues(spec) == []
+    ToolServer.objects.filter(pk=web.pk).update(tools=[{"name": "other"}], listed_at="2026-01-01T00:00Z")
+    assert [(i.line, i.field) for i in extra_issues(spec)] == [(4, "mcp.tools")]
+    with pytest.raises(RecipeError):
+        parse_recipe("---\nmcp: tracker\n---\nx\n", path="x.md", kind="task", name="x")
+    with pytest.raises(RecipeError):
+        parse_recipe("---\nmcp: [Bad.Name]\n---\nx\n", path="x.md", kind="task", name="x")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_recipe_with_a_stdio_and_an_http_server_is_fulfilled_and_a_gated_tool_waits(
+    fake_anthropic, recipe_file, http_server, settings
+):
+    settings.RYSH_SANDBOX = "off"  # the stdio server in bubblewrap is its own test below
+    server_add(name="tracker", transport="stdio", command=stdio_command("tracker"), env={"TRACKER_TOKEN": "t"})
+    server_add(name="web", transport="http", url=http_server("tracker"), headers={"Authorization": "Bearer w"})
+    path = recipe_file(RECIPE, "triage", script=None)
+    queue = judge_or(fake_anthropic)
+    queue += [
+        {"text": "search", "tool_calls": [{"name": "web__search_issues", "input": {"query": "printer"}}]},
+        {
+            "text": "comment",
+            "tool_calls": [{"name": "tracker__add_comment", "input": {"issue": 12, "text": "triaged"}}],
+        },
+        {
+            "text": "save",
+            "tool_calls": [{"name": "save_result", "input": {"filename": "triage.md", "content": "#12 triaged"}}],
+        },
+        {"text": "Done: triage.md saved."},
+    ]
+    run = services.run_start(kind="task", name_or_path=str(path), args=[])
+    assert run.provider == "anthropic"
+    person = Person(approved=True)
+    person.start()
+    worker.execute(run.pk, arm_run)
+    person.join(10)
+    run.refresh_from_db()
+    assert (run.state, run.cause) == ("finished", "fulfilled")
+    sent = {tool["name"] for r in fake_anthropic.requests for tool in (r.json or {}).get("tools", [])}
+    assert {"tracker__search_issues", "tracker__add_comment", "web__search_issues"} <= sent
+    assert "web__add_comment" not in sent  # narrowed by `tools:`
+    approval = Approval.objects.get(run=run)
+    assert approval.state == ApprovalState.APPROVED and approval.tool_name == "tracker__add_comment"
+    steps = run.passes.get().steps.order_by("number")
+    assert steps[0].tool_results[0]["content"].startswith("#12 printer is slow")
+    assert steps[1].tool_results[0]["content"] == "comment added to #12: triaged"
+    assert ToolServer.objects.get(name="tracker").listed_at is not None  # the list refreshed at the run's start
