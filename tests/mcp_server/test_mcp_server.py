@@ -91,9 +91,10 @@ def test_an_operate_token_lists_plans_dry_runs_starts_reads_and_stops(live):
         status = answer(await mcp.call_tool("run_status", {"run_id": real["run"]["id"]}))
         stopped = answer(await mcp.call_tool("stop_run", {"run_id": real["run"]["id"]}))
         missing = refusal(await mcp.call_tool("run_status", {"run_id": 999999}))
-        return tools, recipes, plan, dry, runs_after_dry, real, status, stopped, missing
+        not_paused = refusal(await mcp.call_tool("continue_run", {"run_id": real["run"]["id"]}))
+        return tools, recipes, plan, dry, runs_after_dry, real, status, stopped, missing, not_paused
 
-    tools, recipes, plan, dry, runs_after_dry, real, status, stopped, missing = session(
+    tools, recipes, plan, dry, runs_after_dry, real, status, stopped, missing, not_paused = session(
         live, live.tokens["operate"], calls
     )
     assert tools == {"list_recipes", "recipe_plan", "start_run", "run_status", "stop_run", "continue_run"}
@@ -105,6 +106,9 @@ def test_an_operate_token_lists_plans_dry_runs_starts_reads_and_stops(live):
     assert status["id"] == real["run"]["id"] and status["started_by"] == "mcp-op" and "controls" in status
     assert stopped["run"]["id"] == real["run"]["id"] and stopped["message"]
     assert "not found" in missing
+    assert (
+        "state: run #" in not_paused and "nothing to continue" in not_paused
+    )  # continue applies to a paused run only (the API's 409)
     audit = live.query("""
         from audit.models import AuditEntry
         print(json.dumps(sorted({(e.action, e.actor_name, e.source) for e in AuditEntry.objects.filter(
