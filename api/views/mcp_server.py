@@ -30,7 +30,6 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import Http404
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from api.models import ApiToken
@@ -149,12 +148,14 @@ async def continue_run(run_id: int) -> dict:
 # The transport: stateless (no session to keep between requests), JSON answers (no SSE stream).
 # The Host/Origin check of the SDK is for servers without authentication on localhost; here every
 # request carries a Bearer token, which a browser on another origin cannot send for the user.
-sessions = StreamableHTTPSessionManager(
-    app=server._lowlevel_server,  # noqa: SLF001 — MCPServer builds its manager only inside a Starlette app
+# Its Starlette app is not used (asgi.py routes to `application` below); building it makes the
+# session manager, which `application` hands each request to.
+server.streamable_http_app(
     json_response=True,
-    stateless=True,
-    security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    stateless_http=True,
+    transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
 )
+sessions = server.session_manager
 _started = asyncio.Event()
 _starting = asyncio.Lock()
 
