@@ -1,4 +1,5 @@
-"""HTTP through Django; websockets through Channels, behind login and an origin check."""
+"""HTTP through Django, but /mcp/ (the dashboard's MCP server, api/views/mcp_server.py, behind an
+API token); websockets through Channels, behind login and an origin check."""
 
 import os
 
@@ -14,6 +15,7 @@ from channels.security.websocket import OriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from accounts.oidc import provider_check  # noqa: E402
+from api.views import mcp_server  # noqa: E402
 from runs.routing import websocket_urlpatterns  # noqa: E402
 
 # With company login on, the provider's discovery document is read now: a wrong or unreachable
@@ -37,10 +39,17 @@ class SiteOriginValidator(OriginValidator):
         pass  # always the settings' list
 
 
+async def http_app(scope, receive, send):
+    """/mcp and /mcp/… to the MCP server (its own Bearer-token check), all else to Django."""
+    if mcp_server.is_mcp_path(scope["path"]):
+        return await mcp_server.application(scope, receive, send)
+    return await django_asgi_app(scope, receive, send)
+
+
 websocket_app = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_app,
         "websocket": SiteOriginValidator(websocket_app),
     }
 )

@@ -61,20 +61,27 @@ class TokenAuth(HttpBearer):
         return self.authenticate(request, secret.strip())
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken:
-        try:
-            found = token_for_secret(token)
-        except TokenRefused as exc:
-            raise ApiError(401, str(exc), field="Authorization") from None
-        wait = rate_take(token=found)
-        if wait is not None:
-            limit = settings.RYSH_API_RATE_PER_MINUTE
-            raise ApiError(
-                429,
-                f"rate limit: {limit} calls a minute per token; try again in {wait}s",
-                field="Authorization",
-                headers={"Retry-After": str(wait)},
-            )
-        return found
+        return token_check(token)
+
+
+def token_check(secret: str) -> ApiToken:
+    """The active token a secret opens, its last use noted and the call counted against its rate
+    limit; else ApiError 401 (unknown, revoked, expired, owner deactivated) or 429. The REST API
+    and the MCP server (api/views/mcp_server.py) both let a caller in through here."""
+    try:
+        found = token_for_secret(secret)
+    except TokenRefused as exc:
+        raise ApiError(401, str(exc), field="Authorization") from None
+    wait = rate_take(token=found)
+    if wait is not None:
+        limit = settings.RYSH_API_RATE_PER_MINUTE
+        raise ApiError(
+            429,
+            f"rate limit: {limit} calls a minute per token; try again in {wait}s",
+            field="Authorization",
+            headers={"Retry-After": str(wait)},
+        )
+    return found
 
 
 @contextmanager
@@ -82,7 +89,13 @@ def acting(request: HttpRequest, scope: str) -> Iterator[object]:
     """The token's owner, when the token has `scope` and the owner's roles allow what it grants
     (a token never does more than its owner); while inside, audit rows name the owner `via API
     token <name>` with the source API."""
-    token: ApiToken = request.auth
+    with acting_as(request.auth, scope, address=client_address(request)) as owner:
+        yield owner
+
+
+@contextmanager
+def acting_as(token: ApiToken, scope: str, *, address: str | None) -> Iterator[object]:
+    """`acting` for a token found some other way than a Django request (the MCP server)."""
     if not token.grants(scope):
         raise ApiError(
             403,
@@ -100,7 +113,7 @@ def acting(request: HttpRequest, scope: str) -> Iterator[object]:
             field="role",
         )
     via = f"API token {token.name}"
-    with audit_context(source=API, address=client_address(request), user=owner, via=via):
+    with audit_context(source=API, address=address, user=owner, via=via):
         yield owner
 
 

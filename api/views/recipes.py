@@ -45,7 +45,12 @@ def _summary(recipe: Recipe) -> dict:
 def recipe_list(request: HttpRequest, kind: Kind | None = None, q: str = ""):
     """Every active recipe, with the plan figures computed at sync. Scope: read."""
     with acting(request, "read"):
-        return {"recipes": [_summary(r) for r in recipe_catalogue(kind=kind or "", q=q)]}
+        return recipe_list_of(kind=kind or "", q=q)
+
+
+def recipe_list_of(*, kind: str = "", q: str = "") -> dict:
+    """The catalogue's active recipes (kind and a search narrow it), as /api/recipes answers."""
+    return {"recipes": [_summary(r) for r in recipe_catalogue(kind=kind, q=q)]}
 
 
 @router.get("/recipes/{kind}/{name}")
@@ -53,19 +58,22 @@ def recipe_show(request: HttpRequest, kind: Kind, name: str):
     """One recipe: its plan lines, its worst case, the quota lines for a run started by the
     token's owner, its models and warnings; a broken newest version's errors. Scope: read."""
     with acting(request, "read") as owner:
-        recipe = get_object_or_404(
-            Recipe.objects.select_related("good", "latest"), kind=kind, name=name, archived=False
-        )
-        shown = {**_summary(recipe), "errors": list(recipe.latest.errors) if recipe.latest else []}
-        if recipe.good is None:
-            return shown
-        try:
-            spec = parse_recipe(recipe.good.text, path=recipe.good.path, kind=kind)
-        except RecipeError as exc:  # valid at sync, not now (a check that reads the database)
-            return {**shown, "errors": [str(i) for i in exc.issues]}
-        report = _report(spec, [], owner.pk)
-        report.pop("issues", None)
-        return {**shown, "args": list(spec.args), **report}
+        return recipe_detail(kind=kind, name=name, owner=owner)
+
+
+def recipe_detail(*, kind: str, name: str, owner) -> dict:
+    """One recipe with its plan lines, worst case and `owner`'s quota lines (Http404 if none)."""
+    recipe = get_object_or_404(Recipe.objects.select_related("good", "latest"), kind=kind, name=name, archived=False)
+    shown = {**_summary(recipe), "errors": list(recipe.latest.errors) if recipe.latest else []}
+    if recipe.good is None:
+        return shown
+    try:
+        spec = parse_recipe(recipe.good.text, path=recipe.good.path, kind=kind)
+    except RecipeError as exc:  # valid at sync, not now (a check that reads the database)
+        return {**shown, "errors": [str(i) for i in exc.issues]}
+    report = _report(spec, [], owner.pk)
+    report.pop("issues", None)
+    return {**shown, "args": list(spec.args), **report}
 
 
 @router.post("/recipes/check")

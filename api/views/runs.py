@@ -150,7 +150,7 @@ def run_show(request: HttpRequest, run_id: int):
     """One run: state, cause, passes with their verdicts and reasons, tokens and cost, the
     controls that apply now. Scope: read."""
     with acting(request, "read"):
-        return run_detail(_run(run_id))
+        return run_detail(run_of(run_id))
 
 
 @router.post("/runs", response={200: dict, 201: dict})
@@ -158,27 +158,32 @@ def run_start(request: HttpRequest, payload: StartIn):
     """Start a run of a catalogue recipe (`auto <kind> run NAME ARGS…`). With `dry_run: true`
     the answer is the preview (prompt, plan, quotas) and nothing is changed. Scope: operate."""
     with acting(request, "operate") as owner:
-        if not NAME_RE.match(payload.name):
-            raise ApiError(
-                400, f"name: expected a recipe name ([a-z0-9][a-z0-9._-]*), got {payload.name!r}", field="name"
-            )
-        _exists_or_404(payload.kind, payload.name)
-        try:
-            result = services.run_start(
-                kind=payload.kind,
-                name_or_path=payload.name,
-                args=payload.args,
-                user=owner,
-                headless=payload.headless,
-                overrides={k: v for k, v in payload.overrides.items() if v},
-                provider=payload.provider,
-                dry_run=payload.dry_run,
-            )
-        except services.RunRefused as exc:
-            raise refused(exc) from None
-        if isinstance(result, services.DryRun):
-            return Status(200, {"dry_run": True, "lines": result.lines})
-        return Status(201, {"dry_run": False, "run": run_summary(result)})
+        started = start(payload, owner=owner)
+        return Status(200 if started["dry_run"] else 201, started)
+
+
+def start(payload: StartIn, *, owner) -> dict:
+    """`payload`'s run started by `owner` (`{"dry_run": False, "run": …}`), or with `dry_run`
+    its preview (`{"dry_run": True, "lines": …}`) and nothing changed; ApiError 400/404/409."""
+    if not NAME_RE.match(payload.name):
+        raise ApiError(400, f"name: expected a recipe name ([a-z0-9][a-z0-9._-]*), got {payload.name!r}", field="name")
+    _exists_or_404(payload.kind, payload.name)
+    try:
+        result = services.run_start(
+            kind=payload.kind,
+            name_or_path=payload.name,
+            args=payload.args,
+            user=owner,
+            headless=payload.headless,
+            overrides={k: v for k, v in payload.overrides.items() if v},
+            provider=payload.provider,
+            dry_run=payload.dry_run,
+        )
+    except services.RunRefused as exc:
+        raise refused(exc) from None
+    if isinstance(result, services.DryRun):
+        return {"dry_run": True, "lines": result.lines}
+    return {"dry_run": False, "run": run_summary(result)}
 
 
 def _exists_or_404(kind: str, name: str) -> None:
@@ -191,17 +196,23 @@ def _exists_or_404(kind: str, name: str) -> None:
         raise ApiError(404, f"no {kind} recipe named {name!r}", field="name") from None
 
 
-def _run(run_id: int) -> Run:
+def run_of(run_id: int) -> Run:
     return get_object_or_404(Run.objects.select_related("user"), pk=run_id)
 
 
 def _control(request: HttpRequest, run_id: int, service: Callable[..., str]) -> dict:
     with acting(request, "operate") as owner:
-        return _controlled(run_id, lambda run: service(run=run, user=owner))
+        return control(run_id, service, owner=owner)
+
+
+def control(run_id: int, service: Callable[..., str], *, owner) -> dict:
+    """A control (`services.run_stop`, `run_continue`…) on a run by `owner`: its message and the
+    run after it; ApiError 409 when it does not apply now, Http404 for no such run."""
+    return _controlled(run_id, lambda run: service(run=run, user=owner))
 
 
 def _controlled(run_id: int, call: Callable[[Run], str]) -> dict:
-    run = _run(run_id)
+    run = run_of(run_id)
     try:
         said = call(run)
     except services.RunRefused as exc:
@@ -238,7 +249,7 @@ def run_land(request: HttpRequest, run_id: int):
 def run_resume(request: HttpRequest, run_id: int):
     """A fresh run seeded with this one's latest result; the answer is the new run. Scope: operate."""
     with acting(request, "operate") as owner:
-        previous = _run(run_id)
+        previous = run_of(run_id)
         try:
             new = services.run_resume(run=previous, user=owner)
         except services.RunRefused as exc:
