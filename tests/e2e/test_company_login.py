@@ -64,7 +64,7 @@ def test_a_person_logs_in_with_the_company_login_and_gets_their_groups_role(comp
         page.get_by_role("button", name="Authorize").click()
 
         page.wait_for_url(f"{company_stack.url}/")
-        assert page.locator("form.who span").inner_text() == "carol"
+        assert page.locator("form.who a").inner_text() == "carol"
         # an operator's navigation: the audit log (operators and admins), deliveries but not channels
         assert page.get_by_role("link", name="Audit").is_visible()
         assert page.locator("nav a[href='/notifications/deliveries/']").count() == 1
