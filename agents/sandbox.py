@@ -29,6 +29,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -528,6 +529,23 @@ def server_wrap(config: SandboxConfig) -> tuple[str, ...]:
     environment is the caller's business (agents.mcp_client clears it with `env -i`)."""
     argv = [shutil.which(config.bwrap) or config.bwrap, *_ISOLATION]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run", "--tmpfs", "/tmp"]
-    for folder in _existing_folders(config.hidden):
-        argv += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
+    hidden = _existing_folders(config.hidden)
+    for folder in hidden:
+        argv += ["--tmpfs", str(folder)]
+    for interpreter in _interpreter_in(hidden):  # read-only, after the tmpfs it sits under
+        argv += ["--ro-bind", str(interpreter), str(interpreter)]
+    for folder in hidden:
+        argv += ["--remount-ro", str(folder)]
     return (*argv, "--chdir", "/tmp", "--")
+
+
+def _interpreter_in(hidden: Sequence[Path]) -> list[Path]:
+    """The worker's own Python installation and virtualenv where a hidden folder covers them (a
+    pyenv Python under the worker's HOME, say): a stdio MCP server written in Python needs them,
+    and they hold programs, not secrets. Nothing else under a hidden folder comes back."""
+    found = []
+    for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
+        path = Path(prefix).resolve()
+        if any(path == folder or folder in path.parents for folder in hidden):
+            found.append(path)
+    return found

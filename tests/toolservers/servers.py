@@ -3,7 +3,7 @@ them speaks stdio (`python servers.py stdio tracker`); `http_app()` is the same 
 for streamable HTTP, started on loopback by a fixture (tests/toolservers/conftest.py).
 
 `tracker` behaves; `flaky` misbehaves: slow, a huge result, a crash, a result that tries to
-give the model orders, and an image."""
+give the model orders, and an image; `probe` says what it can reach (the sandbox test)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,31 @@ def flaky() -> MCPServer:
     return server
 
 
-SERVERS = {"tracker": tracker, "flaky": flaky}
+def probe() -> MCPServer:
+    """What a server can reach: a folder, a port (the sandbox test)."""
+    server = MCPServer("probe", instructions="Looks around.")
+
+    @server.tool(description="The names in a folder, or why it cannot be read.")
+    def listing(path: str) -> str:
+        try:
+            return ",".join(sorted(os.listdir(path))) or "(empty)"
+        except OSError as exc:
+            return f"unreadable: {exc.strerror}"
+
+    @server.tool(description="Whether a TCP connection to 127.0.0.1:port opens.")
+    def connect(port: int) -> str:
+        import socket
+
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+            return "connected"
+        except OSError as exc:
+            return f"refused: {exc.strerror or exc}"
+
+    return server
+
+
+SERVERS = {"tracker": tracker, "flaky": flaky, "probe": probe}
 
 
 def http_app(name: str):

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,31 @@ def test_a_cancel_stops_a_call_in_flight():
     finally:
         tools.close()
     assert os.environ.get("RYSH_TEST_NEVER") is None
+
+
+def test_a_sandboxed_stdio_server_runs_without_network_and_without_the_hidden_folders(tmp_path):
+    """The admin's default: the server in bubblewrap (agents.sandbox.server_wrap). It starts even
+    when its Python lives under a hidden folder (a pyenv under HOME: the interpreter comes back
+    read-only, nothing else there), sees no hidden folder's files and opens no connection."""
+    import socket
+
+    from agents.sandbox import SandboxConfig, sandbox_problem, server_wrap
+
+    secret = tmp_path / "data"
+    secret.mkdir()
+    (secret / "db.sqlite3").write_text("secret")
+    config = SandboxConfig(enabled=True, hidden=(str(secret), str(Path.home().resolve())))
+    if problem := sandbox_problem(config):
+        pytest.fail(f"bubblewrap must work here (make test installs it): {problem}")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    probe = ServerConfig("probe", "stdio", command=(sys.executable, SCRIPT, "stdio", "probe"), wrap=server_wrap(config))
+    tools = McpTools(Inner(), [probe], allowed={"probe": None}, call_timeout=20)
+    try:
+        assert {"probe__listing", "probe__connect"} <= {s["name"] for s in tools.specs()}
+        assert tools.call("probe__listing", {"path": str(secret)}).content == "(empty)"
+        assert tools.call("probe__listing", {"path": str(tmp_path)}).content == "data"  # the rest: read-only
+        assert tools.call("probe__connect", {"port": port}).content.startswith("refused")
+    finally:
+        tools.close()
+        listener.close()

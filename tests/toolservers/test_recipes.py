@@ -11,7 +11,7 @@ from audit.models import AuditEntry
 from catalogue.checks import extra_issues
 from catalogue.recipe import RecipeError, parse_recipe
 from runs import services, worker
-from runs.models import Approval, ApprovalState
+from runs.models import Approval, ApprovalState, RunEvent
 from runs.wiring import arm_run
 from tests.fakes.anthropic_server import fake_anthropic, judge_or  # noqa: F401 (fixture)
 from tests.runs.test_approvals import Person
@@ -102,7 +102,7 @@ def test_an_unknown_server_or_tool_is_a_recipe_error_at_its_line(tmp_path):
 def test_a_recipe_with_a_stdio_and_an_http_server_is_fulfilled_and_a_gated_tool_waits(
     fake_anthropic, recipe_file, http_server, settings
 ):
-    settings.RYSH_SANDBOX = "off"  # the stdio server in bubblewrap is its own test below
+    settings.RYSH_SANDBOX = "on"  # the stdio server runs in bubblewrap, as by default
     server_add(name="tracker", transport="stdio", command=stdio_command("tracker"), env={"TRACKER_TOKEN": "t"})
     server_add(name="web", transport="http", url=http_server("tracker"), headers={"Authorization": "Bearer w"})
     path = recipe_file(RECIPE, "triage", script=None)
@@ -136,3 +136,4 @@ def test_a_recipe_with_a_stdio_and_an_http_server_is_fulfilled_and_a_gated_tool_
     assert steps[0].tool_results[0]["content"].startswith("#12 printer is slow")
     assert steps[1].tool_results[0]["content"] == "comment added to #12: triaged"
     assert ToolServer.objects.get(name="tracker").listed_at is not None  # the list refreshed at the run's start
+    assert not RunEvent.objects.filter(run=run, message__contains="outside the sandbox").exists()  # in bubblewrap
