@@ -9,6 +9,7 @@ from pathlib import Path
 from django.conf import settings
 
 from agents.ports import ModelReply
+from runs import events
 from runs.conversation import call_identity, tool_result
 from runs.engine_controls import ApprovalGate, Controls
 from runs.engine_parts import Armed, StepContext
@@ -28,6 +29,9 @@ class ToolRunner:
         self.armed = armed
         self.controls = controls
         self.gate = gate
+        # the tools' notes the worker recorded when it armed them; later ones (an MCP server that
+        # died and was restarted, or could not be reached this pass) are recorded as they come
+        self._noted = len(getattr(armed.tools, "notes", None) or ())
 
     def run_calls(self, reply: ModelReply, ctx: StepContext, step: Step) -> tuple[list[dict], float]:
         """Run the reply's tool calls; returns the results and the seconds spent waiting for
@@ -62,7 +66,14 @@ class ToolRunner:
                     results.append(tool_result(call["id"], refused, True))
                     continue
             results.append(self._one_tool(call))
+        self._record_new_notes()
         return results, waited
+
+    def _record_new_notes(self) -> None:
+        notes = getattr(self.armed.tools, "notes", None) or ()
+        for note in notes[self._noted :]:
+            events.record(self.run, "note", note)
+        self._noted = len(notes)
 
     def _one_tool(self, call: dict) -> dict:
         try:
