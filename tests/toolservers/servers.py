@@ -98,7 +98,12 @@ def probe() -> MCPServer:
     return server
 
 
-SERVERS = {"tracker": tracker, "flaky": flaky, "probe": probe}
+def empty() -> MCPServer:
+    """Answers, but lists no tools (bad input for the MCP page)."""
+    return MCPServer("empty", instructions="Nothing here.")
+
+
+SERVERS = {"tracker": tracker, "flaky": flaky, "probe": probe, "empty": empty}
 
 
 def http_app(name: str):

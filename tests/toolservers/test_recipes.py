@@ -187,3 +187,17 @@ def test_a_misbehaving_server_costs_the_run_nothing_but_errors(fake_anthropic, r
     notes = list(RunEvent.objects.filter(run=run, kind="note").values_list("message", flat=True))
     assert any("MCP server flaky" in note and "restarted once" in note for note in notes)
     assert Approval.objects.filter(run=run).count() == 0
+
+
+@pytest.mark.django_db
+def test_the_page_says_what_is_wrong_with_a_server_that_lists_nothing_or_does_not_answer():
+    from tests.runs.test_view_runs import client_for, user_with
+
+    admin = client_for(user_with("admin"))
+    empty = server_add(name="empty", transport="stdio", command=stdio_command("empty"))
+    gone = server_add(name="gone", transport="http", url="http://127.0.0.1:9/mcp")
+    page = admin.post(f"/mcp-servers/{empty.pk}/test/", follow=True).content.decode()
+    assert "empty answered: 0 tool(s); 1 problem(s)" in page and "the server lists no tools" in page
+    page = admin.post(f"/mcp-servers/{gone.pk}/test/", follow=True).content.decode()
+    assert "test failed: gone:" in page
+    assert ToolServer.objects.get(name="gone").last_error  # kept for the page, until the next test
