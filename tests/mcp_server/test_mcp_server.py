@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -54,7 +55,10 @@ def session(live: Stack, token: str, calls):
                 await mcp.initialize()
                 return await calls(mcp)
 
-    return asyncio.run(main())
+    # in a thread of its own: in the whole suite Playwright's sync API (the e2e tests' browser,
+    # session-wide) keeps an event loop running in this one, where asyncio.run() is refused
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, main()).result()
 
 
 def answer(result) -> dict:
