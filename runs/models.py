@@ -549,3 +549,17 @@ class Grant(models.Model):
 
     def describe(self) -> str:
         return self.amount.describe()
+
+
+class WorkerBeat(models.Model):
+    """A django-q2 cluster's sign of life, for /readyz (runs/health.py). django-q2 keeps its own
+    cluster stats in the cache, which on the embedded default is each process's own memory, so
+    the web process could never see them: the cluster's leader writes this row instead, from its
+    guard loop, every few seconds (a quarter of RYSH_READY_WORKER_SECONDS), and deletes it when
+    it stops cleanly. A killed cluster's row simply goes stale."""
+
+    cluster = models.CharField(max_length=64, unique=True)  # django-q2's cluster id
+    seen = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"cluster {self.cluster} seen {self.seen:%Y-%m-%d %H:%M:%S}"

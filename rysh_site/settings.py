@@ -143,8 +143,13 @@ Q_CLUSTER = {
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
+    Q_CLUSTER["broker_class"] = "runs.health.RedisBroker"
 else:
     Q_CLUSTER["orm"] = "default"
+    Q_CLUSTER["broker_class"] = "runs.health.OrmBroker"
+# /readyz wants a worker cluster seen within this many seconds; a cluster's leader writes its
+# heartbeat row every quarter of it (runs/health.py). Web and workers should agree on it.
+RYSH_READY_WORKER_SECONDS = envint("RYSH_READY_WORKER_SECONDS", 60, minimum=2)
 
 if REDIS_URL:
     CHANNEL_LAYERS = {
@@ -257,6 +262,7 @@ if RYSH_HTTPS:
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]  # probes ask the process itself, in HTTP
     SECURE_HSTS_SECONDS = envint("RYSH_HSTS_SECONDS", 31_536_000, minimum=0)
 
 # rysh

@@ -16,6 +16,8 @@ PUBLIC = {
     "logout/": "logging out (POST only)",
     "hooks/git/": "forges cannot log in: the push hook checks a signature instead (POST only)",
     "oidc/": "the company login's own steps (when configured)",
+    "healthz": "the liveness probe: answers {status: ok}, reads nothing",
+    "readyz": "the readiness probe: fixed words per check, no counts, names or exception text",
 }
 SAMPLE = {"int": "1", "str": "x", "slug": "x", "path": "x", "uuid": "00000000-0000-0000-0000-000000000000"}
 
