@@ -264,6 +264,14 @@ if RYSH_HTTPS:
     SECURE_SSL_REDIRECT = True
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]  # probes ask the process itself, in HTTP
     SECURE_HSTS_SECONDS = envint("RYSH_HSTS_SECONDS", 31_536_000, minimum=0)
+    # Subdomains and the browsers' preload list bind the whole domain, not this server: opt in
+    # with RYSH_HSTS_SUBDOMAINS / RYSH_HSTS_PRELOAD; left off, check --deploy is told it was chosen.
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("RYSH_HSTS_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = envbool("RYSH_HSTS_PRELOAD", False)
+    SILENCED_SYSTEM_CHECKS = [
+        *([] if SECURE_HSTS_INCLUDE_SUBDOMAINS else ["security.W005"]),
+        *([] if SECURE_HSTS_PRELOAD else ["security.W021"]),
+    ]
 
 # rysh
 DEMO_RECIPES_REPO = str(DATA_DIR / "demo-recipes")  # `make run` seeds it (manage.py seed_demo)
