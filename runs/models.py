@@ -552,7 +552,7 @@ class Grant(models.Model):
 
 
 class WorkerBeat(models.Model):
-    """A django-q2 cluster's sign of life, for /readyz (runs/health.py). django-q2 keeps its own
+    """A django-q2 cluster's sign of life, for /readyz (ops/health.py). django-q2 keeps its own
     cluster stats in the cache, which on the embedded default is each process's own memory, so
     the web process could never see them: the cluster's leader writes this row instead, from its
     guard loop, every few seconds (a quarter of RYSH_READY_WORKER_SECONDS), and deletes it when

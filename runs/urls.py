@@ -22,6 +22,4 @@ urlpatterns = [
     path("runs/<int:pk>/passes/<int:number>/label/", views.verdict_label, name="verdict_label"),
     path("history/", views.history, name="history"),
     path("history.csv", views.history_csv, name="history_csv"),
-    path("healthz", views.healthz, name="healthz"),  # public: docs/operations.md
-    path("readyz", views.readyz, name="readyz"),  # public: docs/operations.md
 ]

@@ -13,13 +13,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -28,7 +27,7 @@ from catalogue.markdown import render_markdown
 from catalogue.models import Recipe
 from catalogue.selectors import recipe_args
 from catalogue.views import _get_recipe_for_user
-from runs import health, labels, live, selectors, services, snapshots
+from runs import labels, live, selectors, services, snapshots
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
 from runs.models import Approval, Pass, PassResult, Run, Step
 from runs.outlook import recipe_outlook
@@ -490,23 +489,3 @@ def _label(run_pass: Pass, judge: str, note: str, user) -> str:
         raise labels.LabelRefused("say whether the judge was right or wrong")
     labels.verdict_label_set(run_pass=run_pass, judge_right=judge == "right", note=note, user=user)
     return f"{where}: judge {judge}"
-
-
-# --- probes (docs: Operating it): public, no session, small fixed answers -----------------------
-
-
-@never_cache
-@require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
-    """The process answers: no database, no broker, nothing else asked."""
-    return JsonResponse({"status": "ok"})
-
-
-@never_cache
-@require_GET
-def readyz(request: HttpRequest) -> JsonResponse:
-    """Database reachable and migrated, broker reachable, a worker cluster seen lately, the recipes
-    repository readable: 200 when all are "ok", else 503 naming the failing ones."""
-    checks = health.readiness()
-    ready = all(answer == "ok" for answer in checks.values())
-    return JsonResponse({"status": "ready" if ready else "not ready", "checks": checks}, status=200 if ready else 503)

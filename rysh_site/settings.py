@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "api",
     "toolservers",  # MCP servers a team registers; their tools for recipes (docs/mcp.md)
     "accounts",  # company login (OpenID Connect) and the local-login switch: docs/login.md
+    "ops",  # operating it: health probes, metrics, traces, retention (docs/operations.md)
 ]
 
 MIDDLEWARE = [
@@ -143,12 +144,12 @@ Q_CLUSTER = {
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
-    Q_CLUSTER["broker_class"] = "runs.health.RedisBroker"
+    Q_CLUSTER["broker_class"] = "ops.health.RedisBroker"
 else:
     Q_CLUSTER["orm"] = "default"
-    Q_CLUSTER["broker_class"] = "runs.health.OrmBroker"
+    Q_CLUSTER["broker_class"] = "ops.health.OrmBroker"
 # /readyz wants a worker cluster seen within this many seconds; a cluster's leader writes its
-# heartbeat row every quarter of it (runs/health.py). Web and workers should agree on it.
+# heartbeat row every quarter of it (ops/health.py). Web and workers should agree on it.
 RYSH_READY_WORKER_SECONDS = envint("RYSH_READY_WORKER_SECONDS", 60, minimum=2)
 
 if REDIS_URL:

@@ -20,7 +20,10 @@ urlpatterns = [
     path("", include("audit.urls")),
     path("", include("spend.urls")),
     path("", include("workspaces.urls")),
-    path("", include("api.urls")),  # /api/ (Bearer tokens only, no session) and /account/tokens/
+    path("", include("api.urls")),
+    path(
+        "", include("ops.urls")
+    ),  # /healthz, /readyz (public probes), /metrics (docs: Operating it)  # /api/ (Bearer tokens only, no session) and /account/tokens/
 ]
 if settings.RYSH_DEMO_SITE:
     # the offline web demo's target, public (no login): mounted only when the demo is on

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django_q.conf import Conf
 from django_q.signing import SignedPackage
 
-from runs import health
+from ops import health
 from runs.models import WorkerBeat
 from tests.e2e.stack import Stack
 

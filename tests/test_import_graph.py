@@ -18,6 +18,7 @@ PACKAGES = (
     "catalogue",
     "demo_site",
     "notify",
+    "ops",
     "reviews",
     "runs",
     "rysh_site",
@@ -44,6 +45,7 @@ LAYERS = (
     "runs",
     "schedules",
     "notify",
+    "ops",  # operating it: probes, metrics, traces, retention read every app below
     "demo_site",
     "api",  # the front door: its tokens sit on every app; its endpoints are edges (views)
 )

@@ -79,5 +79,5 @@ def test_it_uses_the_redis_broker_and_channel_layer(redis_url, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert f'"got": "payload-{mark}"' in result.stdout
-    assert '"broker": "Redis"' in result.stdout  # django-q2's, or runs.health's that also leaves a heartbeat
+    assert '"broker": "Redis"' in result.stdout  # django-q2's, or ops.health's that also leaves a heartbeat
     assert "channels_redis.core.RedisChannelLayer" in result.stdout

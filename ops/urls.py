@@ -1,0 +1,8 @@
+from django.urls import path
+
+from ops import views
+
+urlpatterns = [
+    path("healthz", views.healthz, name="healthz"),  # public: docs/operations.md
+    path("readyz", views.readyz, name="readyz"),  # public: docs/operations.md
+]
