@@ -28,6 +28,7 @@ from runs.engine_quota import QUOTA_CUT, Quota
 from runs.engine_tools import ToolRunner
 from runs.ledger import Ledger
 from runs.models import Run, Step, StepStatus
+from rysh_site import metrics
 
 # what a step's settle saves of the pass: its counters, a fixed size whatever the conversation
 CHECKPOINT_FIELDS = ["leg_steps", "leg_tokens", "leg_seconds", "tokens_counted", "steps_total"]
@@ -144,7 +145,8 @@ class Call:
             effort=self._effort(),
         )
         try:
-            reply = self.armed.model.complete(request)
+            with metrics.model_call(request.model, leg):
+                reply = self.armed.model.complete(request)
         except ModelCancelled:
             self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
             self._pause("cancelled")

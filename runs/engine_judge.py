@@ -22,6 +22,7 @@ from runs.engine_parts import Armed
 from runs.engine_quota import Quota
 from runs.ledger import Ledger
 from runs.models import Pass, Phase, Run, Step, StepStatus
+from rysh_site import metrics
 from spend.quotas import QuotaRefused
 
 
@@ -95,7 +96,8 @@ class Judge:
         max_tokens = fitted
         started = time.monotonic()
         try:
-            reply = self.armed.model.complete(self._request(run_pass, messages, max_tokens, seconds=300))
+            with metrics.model_call(self.run.judge_model, "judge"):
+                reply = self.armed.model.complete(self._request(run_pass, messages, max_tokens, seconds=300))
         except ModelCancelled:
             self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
             self._pause("cancelled")

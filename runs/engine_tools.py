@@ -14,6 +14,7 @@ from runs.conversation import call_identity, tool_result
 from runs.engine_controls import ApprovalGate, Controls
 from runs.engine_parts import Armed, StepContext
 from runs.models import Control, Run, Step
+from rysh_site import metrics
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,8 @@ class ToolRunner:
 
     def _one_tool(self, call: dict) -> dict:
         try:
-            outcome = self.armed.tools.call(call["name"], call.get("input") or {})
+            with metrics.tool_call(call["name"]):
+                outcome = self.armed.tools.call(call["name"], call.get("input") or {})
             return tool_result(call["id"], outcome.content, outcome.is_error, outcome.images)
         except Exception as exc:  # a tool bug goes back to the model, never crashes the pass
             log.exception("tool %s failed", call.get("name"))

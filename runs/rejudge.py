@@ -44,6 +44,7 @@ from runs.fitting import with_margin
 from runs.ledger import usage_cost
 from runs.models import LedgerEntry, Pass, Phase, Rejudge, RejudgeItem, RejudgeState, Run, RunState, VerdictLabel
 from runs.services import SCRIPTED_MODEL, RunRefused, recipe_source
+from rysh_site import metrics
 from spend import quotas
 from spend.prices import micros_per_token
 
@@ -427,7 +428,8 @@ def _judge_one(rejudge: Rejudge, item: RejudgeItem, candidate: Candidate, model:
     except quotas.QuotaRefused as refused:
         return f"quota: {refused}"
     try:
-        reply = model.complete(_request(rejudge, candidate, messages, max_tokens))
+        with metrics.model_call(rejudge.judge_model, "rejudge"):
+            reply = model.complete(_request(rejudge, candidate, messages, max_tokens))
     except ModelError as exc:
         quotas.settle_direct(held, tokens=0, cost=None)
         return f"judge error: {exc}"

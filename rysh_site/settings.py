@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from rysh_site import login_env
+from rysh_site import login_env, metrics_env
 from rysh_site.env import envbool, envchoice, envhosts, envint, envnetworks, envstr
 from rysh_site.security import private_dir, restrict_umask
 
@@ -152,6 +152,18 @@ else:
 # heartbeat row every quarter of it (ops/health.py). Web and workers should agree on it.
 RYSH_READY_WORKER_SECONDS = envint("RYSH_READY_WORKER_SECONDS", 60, minimum=2)
 
+# Prometheus metrics at /metrics (docs: Metrics): off unless RYSH_METRICS=true, then behind a bearer
+# token and/or an allow-list of addresses (at least one of them). The web and worker processes of a
+# machine share RYSH_METRICS_DIR (prometheus_client's multiprocess mode), exported here as
+# PROMETHEUS_MULTIPROC_DIR before anything imports prometheus_client (rysh_site/metrics.py).
+RYSH_METRICS = envbool("RYSH_METRICS", False)
+RYSH_METRICS_TOKEN = envstr("RYSH_METRICS_TOKEN")
+RYSH_METRICS_ALLOW = envnetworks("RYSH_METRICS_ALLOW")
+RYSH_METRICS_DIR = Path(envstr("RYSH_METRICS_DIR", str(DATA_DIR / "metrics"))).resolve()
+if RYSH_METRICS:
+    metrics_env.require_guard(RYSH_METRICS_TOKEN, RYSH_METRICS_ALLOW)
+    metrics_env.share_dir(RYSH_METRICS_DIR)
+
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -263,7 +275,11 @@ if RYSH_HTTPS:
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]  # probes ask the process itself, in HTTP
+    SECURE_REDIRECT_EXEMPT = [
+        r"^healthz$",
+        r"^readyz$",
+        r"^metrics$",
+    ]  # probes and scrapes ask the process itself, in HTTP
     SECURE_HSTS_SECONDS = envint("RYSH_HSTS_SECONDS", 31_536_000, minimum=0)
     # Subdomains and the browsers' preload list bind the whole domain, not this server: opt in
     # with RYSH_HSTS_SUBDOMAINS / RYSH_HSTS_PRELOAD; left off, check --deploy is told it was chosen.

@@ -18,6 +18,7 @@ PUBLIC = {
     "oidc/": "the company login's own steps (when configured)",
     "healthz": "the liveness probe: answers {status: ok}, reads nothing",
     "readyz": "the readiness probe: fixed words per check, no counts, names or exception text",
+    "metrics": "the Prometheus scrape: 404 unless RYSH_METRICS=true, then a bearer token and/or an allow-list",
 }
 SAMPLE = {"int": "1", "str": "x", "slug": "x", "path": "x", "uuid": "00000000-0000-0000-0000-000000000000"}
 
