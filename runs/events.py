@@ -10,6 +10,7 @@ change always finds it in the database.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 from asgiref.sync import async_to_sync
@@ -31,7 +32,8 @@ def record(run: Run, kind: str, message: str = "", **data) -> RunEvent:
 
 
 def push(run_id: int, event_id: int | None, kind: str) -> None:
-    _send({"type": "run.changed", "run_id": run_id, "event_id": event_id, "kind": kind})
+    # `at`: when it was written (committed), for the push latency metric (rysh_site/metrics.py)
+    _send({"type": "run.changed", "run_id": run_id, "event_id": event_id, "kind": kind, "at": time.time()})
 
 
 def push_users_changed(user_ids: Iterable[int] | None) -> None:

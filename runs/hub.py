@@ -35,10 +35,11 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
-from django.db.models import Max
+from django.db.models import Max, Min
 
 from runs import events, live
 from runs.models import RunEvent
+from rysh_site import metrics
 
 log = logging.getLogger(__name__)
 RETRY_SECONDS = 0.5
@@ -114,12 +115,14 @@ class Feed:
         self.outboxes: set[Outbox] = set()
         self.dirty = asyncio.Event()
         self.last: str | None = None
+        self.written: tuple[float, str] | None = None  # the oldest change not yet rendered (metrics)
         self.task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
         while True:
             await self.dirty.wait()
             self.dirty.clear()
+            written, self.written = self.written, None
             try:
                 html = await self.render(self.view)
             except Exception:  # one bad render must not silence the view for good
@@ -134,6 +137,7 @@ class Feed:
                 # share channels' one database thread), so after its page was served.
                 if changed or not box.fed:
                     box.offer(html)
+            metrics.push_sent(written if changed else None)
 
 
 # -- the edges: the database tail, the channel layer, rendering ------------------------------------
@@ -174,18 +178,21 @@ class EventTail:
 
     def __init__(self):
         self.last_id: int | None = None
+        self.written: float | None = None  # when the oldest event of the last look was written
 
     def poll(self) -> set[int]:
         if self.last_id is None:  # the baseline: what the first renders already include
             self.last_id = RunEvent.objects.aggregate(top=Max("id"))["top"] or 0
             return set()
-        newest = dict(
+        newest = (
             RunEvent.objects.filter(id__gt=self.last_id)
             .values("run_id")
-            .annotate(top=Max("id"))
-            .values_list("run_id", "top")
+            .annotate(top=Max("id"), at=Min("created_at"))
+            .values_list("run_id", "top", "at")
         )
-        self.last_id = max(newest.values(), default=self.last_id)
+        newest = {run_id: (top, at) for run_id, top, at in newest}
+        self.last_id = max((top for top, _at in newest.values()), default=self.last_id)
+        self.written = min((at for _top, at in newest.values()), default=None)
         return set(newest)
 
     @staticmethod
@@ -273,6 +280,14 @@ class Hub:
             if concerns(feed.view, run_ids):
                 feed.dirty.set()
 
+    def written(self, run_ids: Iterable[int], at: float | None, path: str) -> None:
+        """When (time.time()) the oldest of these runs' changes was written, and how the hub
+        learned of it (tail | channel): for the push latency metric (rysh_site/metrics.py)."""
+        run_ids = set(run_ids)
+        for feed in self.feeds.values():
+            if at is not None and concerns(feed.view, run_ids):
+                feed.written = min(filter(None, (feed.written, (at, path))))
+
     async def _start(self) -> None:
         if self.tail_on:
             self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rysh-live-tail")
@@ -319,6 +334,7 @@ class Hub:
                 continue  # nobody committed: no thread hop, no query
             run_ids = await self._poll()
             if run_ids:
+                self.written(run_ids, self.tail.written.timestamp() if self.tail.written else None, "tail")
                 self.changed(run_ids)
 
     async def _join_group(self) -> None:
@@ -336,6 +352,7 @@ class Hub:
                 await sleep(RETRY_SECONDS)
                 continue
             if message.get("type") == "run.changed":
+                self.written([message["run_id"]], message.get("at"), "channel")
                 self.changed([message["run_id"]])
             elif message.get("type") == events.USERS_CHANGED:
                 self.users_changed(message.get("user_ids"))

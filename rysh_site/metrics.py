@@ -106,8 +106,10 @@ def tool_call(tool: str) -> Iterator[None]:
         TOOL_CALL_SECONDS.labels(bounded("tool", tool)).observe(time.perf_counter() - started)
 
 
-def push_sent(path: str, written_at: float | None) -> None:
-    """A view's HTML went to its sockets; `written_at` (time.time()) is when the oldest event it
-    shows for the first time was written, None when not known (a socket's first state)."""
-    if written_at is not None:
-        PUSH_SECONDS.labels(path).observe(max(0.0, time.time() - written_at))
+def push_sent(written: tuple[float, str] | None) -> None:
+    """A view's new HTML went to its sockets. `written`: when (time.time()) the oldest change it
+    shows was written, and how the hub learned of it (tail | channel); None when not known (a
+    socket's first state, a label's push) or when nothing changed."""
+    if written is not None:
+        at, path = written
+        PUSH_SECONDS.labels(path if path in ("tail", "channel") else OTHER).observe(max(0.0, time.time() - at))

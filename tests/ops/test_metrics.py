@@ -16,17 +16,26 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from asgiref.sync import async_to_sync, sync_to_async
+from django.contrib.auth.models import User
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from agents.anthropic_model import AnthropicModel
+from agents.ports import ModelError, ModelRequest
 from notify.models import Channel, Delivery
 from ops import metrics as figures
-from runs.models import LedgerEntry, Pass, Run, RunState, WorkerBeat
+from runs import events
+from runs.models import LedgerEntry, Pass, Run, RunEvent, RunState, WorkerBeat
 from rysh_site import metrics
 from spend.models import Quota
 from tests.e2e.stack import ROOT, Stack
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.runs.test_consumers import ORIGIN, connect, session_cookie
+from tests.runs.test_consumers import make_run as consumer_run
 
 TOKEN = "scrape-me-4f1c"
 
@@ -341,3 +350,90 @@ def test_a_demo_run_s_figures_scraped_from_daphne_while_a_real_worker_ran_it():
         assert value(after, "rysh_worker_clusters") == 0
     finally:
         stack.stop()
+
+
+def test_the_anthropic_provider_counts_its_retries_not_its_last_failure():
+    """Through the real SDK against the fake server: two 500s then a reply are two retries; ten
+    529s under max_retries=2 are two retries and a call that gave up."""
+
+    def retries() -> float:
+        return value(samples(figures_text()), "rysh_model_call_retries_total", model="claude-fake-9", leg="wrap-up")
+
+    def ask(model: AnthropicModel) -> None:
+        request = ModelRequest(
+            model="claude-fake-9",
+            system="s",
+            messages=[{"role": "user", "content": "hi"}],
+            tools=[],
+            max_tokens=100,
+            deadline=time.monotonic() + 10,
+            purpose="wrap-up",
+        )
+        model.complete(request)
+
+    before = retries()
+    with FakeAnthropic() as fake:
+        model = AnthropicModel(
+            api_key="sk-ant-test-0123456789", base_url=fake.base_url, max_retries=2, backoff_seconds=0.01
+        )
+        fake.fail_next(500, times=2)
+        ask(model)
+        assert retries() == before + 2
+        fake.fail_next(529, times=10)
+        with pytest.raises(ModelError):
+            ask(model)
+        assert retries() == before + 4
+
+
+def figures_text() -> str:
+    """This process's own figures (no shared directory in the test process)."""
+    return generate_latest(metrics.REGISTRY).decode()
+
+
+# -- live push latency ------------------------------------------------------------------------------
+
+
+def _pushes(path: str) -> tuple[float, float]:
+    found = samples(figures_text())
+    return value(found, "rysh_live_push_seconds_count", path=path), value(
+        found, "rysh_live_push_seconds_sum", path=path
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path", ["tail", "channel"])
+def test_push_latency_is_observed_from_the_event_written_to_the_sockets(settings, path):
+    """The embedded tail (an event another connection commits) and the channel layer's push (as
+    a worker's push over Redis reaches the hub) each observe once per new HTML: when the event
+    was written to when the view's HTML went to its sockets."""
+    settings.RYSH_LIVE_TAIL, settings.RYSH_LIVE_POLL_MS = path == "tail", 20
+    cookie = session_cookie(User.objects.create_user(f"watcher-{path}", password="x"))
+    run = consumer_run()
+    before = _pushes(path)
+
+    async def go():
+        socket, connected, _ = await connect(f"/ws/runs/{run.pk}/", [ORIGIN, cookie])
+        assert connected
+        await socket.receive_from(timeout=5)  # its first state: nothing written, nothing observed
+        assert _pushes(path) == before
+        written = time.time()
+        if path == "tail":
+            await sync_to_async(_change)(run)
+        else:
+            await sync_to_async(Run.objects.filter(pk=run.pk).update)(last_verdict="YES")
+            await sync_to_async(events.push)(run.pk, None, "verdict")
+        assert "YES" in await socket.receive_from(timeout=5)
+        seen = time.time() - written
+        count, total = _pushes(path)
+        assert count == before[0] + 1
+        assert 0 < total - before[1] <= seen
+        await socket.disconnect()
+
+    async_to_sync(go)()
+
+
+def _change(run: Run) -> None:
+    """What a worker in another process does: write the state and record an event, one commit."""
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(last_verdict="YES")
+        RunEvent.objects.create(run=run, kind="note", message="judged")
