@@ -24,6 +24,7 @@ chromium: $(STAMP)
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py clear_metrics  # RYSH_METRICS: no process of ours runs yet (docs/metrics.md)
 	@echo "rysh dashboard: http://$${RYSH_HOST:-127.0.0.1}:$${RYSH_PORT:-8000}/"
 	$(BIN)/honcho --no-colour -f Procfile start
 

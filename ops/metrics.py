@@ -17,6 +17,7 @@ import hmac
 import ipaddress
 import os
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db.models import Count, Sum
@@ -73,12 +74,13 @@ def _allowed(address: str | None) -> bool:
 # -- what a scrape says ----------------------------------------------------------------------------
 
 
-def exposition(accept: str = "") -> tuple[bytes, str]:
+def exposition(accept: str = "", *, database: bool = True) -> tuple[bytes, str]:
     """Every figure, the database's and the processes' observations, and its content type, in
     the format the scraper's Accept header asks for (prometheus_client's own negotiation: the
     text format 0.0.4 by default, OpenMetrics when asked)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(DatabaseCollector())
+    if database:
+        registry.register(DatabaseCollector())
     path = os.environ.get(MULTIPROC_ENV)
     if path and os.path.isdir(path):
         MultiProcessCollector(registry, path=path)
@@ -86,6 +88,15 @@ def exposition(accept: str = "") -> tuple[bytes, str]:
         registry.register(metrics.REGISTRY)
     encoder, content_type = choose_encoder(accept)
     return encoder(registry), content_type
+
+
+def clear_shared_dir(path: Path) -> int:
+    """Remove the processes' files (prometheus_client's *.db) from the shared directory."""
+    removed = 0
+    for file in Path(path).glob("*.db"):
+        file.unlink(missing_ok=True)
+        removed += 1
+    return removed
 
 
 class DatabaseCollector:

@@ -32,7 +32,7 @@ from runs import events
 from runs.models import LedgerEntry, Pass, Run, RunEvent, RunState, WorkerBeat
 from rysh_site import metrics
 from spend.models import Quota
-from tests.e2e.stack import ROOT, Stack
+from tests.e2e.stack import ROOT, Stack, free_port, wait_for_port
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.runs.test_consumers import ORIGIN, connect, session_cookie
 from tests.runs.test_consumers import make_run as consumer_run
@@ -437,3 +437,52 @@ def _change(run: Run) -> None:
     with transaction.atomic():
         Run.objects.filter(pk=run.pk).update(last_verdict="YES")
         RunEvent.objects.create(run=run, kind="note", message="judged")
+
+
+# -- a worker-only machine, and a fresh start --------------------------------------------------------
+
+
+def test_serve_metrics_serves_this_machine_s_processes_figures_behind_the_token(tmp_path):
+    shared = tmp_path / "metrics"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
+        "RYSH_DATA_DIR": str(tmp_path / "data"),
+        "RYSH_METRICS": "true",
+        "RYSH_METRICS_TOKEN": TOKEN,
+        "RYSH_METRICS_DIR": str(shared),
+    }
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    shared.mkdir(mode=0o700)
+    subprocess.run(
+        [sys.executable, "-c", OBSERVE, "5"], cwd=ROOT, env={**env, "PROMETHEUS_MULTIPROC_DIR": str(shared)}, check=True
+    )
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve_metrics", "--port", str(port), "--host", "127.0.0.1"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, server)
+        assert _scrape(port, token=None)[0] == 401
+        assert _scrape(port, token="wrong")[0] == 401
+        status, text = _scrape(port)
+        assert status == 200
+        found = samples(text)
+        assert value(found, "rysh_model_call_seconds_count", model="claude-sonnet-4-5", leg="task") == 5
+        assert "rysh_runs" not in text and "rysh_tokens" not in text  # the web's /metrics says those
+        with pytest.raises(urllib.error.HTTPError) as elsewhere:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/", timeout=5)
+        assert elsewhere.value.code == 404
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+    cleared = subprocess.run(
+        [sys.executable, "manage.py", "clear_metrics"], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert "cleared 2 file(s)" in cleared.stdout  # the observer's counter and histogram files
+    assert list(shared.glob("*.db")) == []
