@@ -6,6 +6,7 @@ ran the run."""
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import subprocess
 import sys
@@ -486,3 +487,20 @@ def test_serve_metrics_serves_this_machine_s_processes_figures_behind_the_token(
     )
     assert "cleared 2 file(s)" in cleared.stdout  # the observer's counter and histogram files
     assert list(shared.glob("*.db")) == []
+
+
+@pytest.mark.django_db
+def test_behind_https_a_scrape_is_not_redirected(client, settings, tmp_path):
+    """RYSH_HTTPS=true redirects plain HTTP to HTTPS, but a scraper asks the process itself."""
+    code = "import django, json; django.setup(); from django.conf import settings; print(json.dumps(settings.SECURE_REDIRECT_EXEMPT))"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
+        "RYSH_DATA_DIR": str(tmp_path),
+        "RYSH_HTTPS": "true",
+    }
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    settings.SECURE_SSL_REDIRECT, settings.SECURE_REDIRECT_EXEMPT = True, json.loads(out.stdout)
+    settings.RYSH_METRICS, settings.RYSH_METRICS_TOKEN = True, TOKEN
+    assert client.get("/history/").status_code == 301
+    assert client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
