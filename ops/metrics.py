@@ -13,8 +13,10 @@ Two kinds of figures:
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
+import logging
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -36,6 +38,8 @@ from rysh_site.metrics_env import MULTIPROC_ENV
 from rysh_site.proxies import client_address
 from spend.models import Quota, Scope
 from spend.quotas import current
+
+log = logging.getLogger(__name__)
 
 TOKEN_KINDS = {
     "input": "input_tokens",
@@ -204,9 +208,18 @@ def _subject(quota: Quota) -> str:
     return ""
 
 
+@functools.cache
+def broker():
+    """django-q2's broker, made once per process (a Redis broker holds a connection pool)."""
+    return get_broker()
+
+
 def queue_and_workers():
     queued = GaugeMetricFamily("rysh_queue_depth", "Tasks waiting in the django-q2 queue.")
-    queued.add_metric([], get_broker().queue_size() or 0)
+    try:
+        queued.add_metric([], broker().queue_size() or 0)
+    except Exception:  # the broker away (Redis down): the scrape says the rest, without this sample
+        log.warning("metrics: the queue's size could not be read", exc_info=True)
     since = timezone.now() - timedelta(seconds=settings.RYSH_READY_WORKER_SECONDS)
     workers = GaugeMetricFamily(
         "rysh_worker_clusters", "Worker clusters (manage.py qcluster) seen within RYSH_READY_WORKER_SECONDS."

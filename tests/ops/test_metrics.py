@@ -504,3 +504,15 @@ def test_behind_https_a_scrape_is_not_redirected(client, settings, tmp_path):
     settings.RYSH_METRICS, settings.RYSH_METRICS_TOKEN = True, TOKEN
     assert client.get("/history/").status_code == 301
     assert client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_broker_that_does_not_answer_leaves_out_the_queue_not_the_scrape(monkeypatch):
+    class Away:
+        def queue_size(self):
+            raise ConnectionError("redis is away")
+
+    monkeypatch.setattr(figures, "broker", lambda: Away())
+    found = samples(figures.exposition()[0].decode())
+    assert not [name for name, _labels in found if name == "rysh_queue_depth"]  # its help and type only
+    assert value(found, "rysh_worker_clusters") == 0
