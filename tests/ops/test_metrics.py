@@ -516,3 +516,13 @@ def test_a_broker_that_does_not_answer_leaves_out_the_queue_not_the_scrape(monke
     found = samples(figures.exposition()[0].decode())
     assert not [name for name, _labels in found if name == "rysh_queue_depth"]  # its help and type only
     assert value(found, "rysh_worker_clusters") == 0
+
+
+@pytest.mark.django_db
+def test_a_scraper_that_asks_for_openmetrics_gets_it(client, settings):
+    settings.RYSH_METRICS, settings.RYSH_METRICS_TOKEN = True, TOKEN
+    accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+    answer = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}", "Accept": accept})
+    assert answer.status_code == 200
+    assert answer["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+    assert answer.content.decode().endswith("# EOF\n")
