@@ -37,6 +37,8 @@ from typing import Any
 import anthropic
 import httpx2
 
+from rysh_site import tracing
+
 from .models_api import Account, cap_max_tokens
 from .ports import ModelCancelled, ModelError, ModelReply, ModelRequest, Usage
 
@@ -186,6 +188,7 @@ class AnthropicModel:
             attempt + 1,
             self._max_retries + 1,
         )
+        tracing.model_retry(attempt, cause)
         _sleep(wait, request)
         return cause
 

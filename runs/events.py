@@ -17,6 +17,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
 from runs.models import Run, RunEvent
+from rysh_site import tracing
 
 log = logging.getLogger(__name__)
 RUNS_GROUP = "runs"
@@ -25,6 +26,7 @@ USERS_CHANGED = "users.changed"
 
 def record(run: Run, kind: str, message: str = "", **data) -> RunEvent:
     event = RunEvent.objects.create(run=run, kind=kind, message=message, data=data)
+    tracing.run_event(run, kind, message, data)
     # outside a transaction this runs at once; inside one, after it commits (never on rollback)
     transaction.on_commit(lambda: push(run.pk, event.pk, kind))
     return event

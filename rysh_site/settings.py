@@ -399,6 +399,15 @@ RYSH_MCP_CONNECT_TIMEOUT = envint("RYSH_MCP_CONNECT_TIMEOUT", 20, minimum=1)
 RYSH_MCP_CALL_TIMEOUT = envint("RYSH_MCP_CALL_TIMEOUT", 60, minimum=1)
 RYSH_MCP_RESULT_CHARS = envint("RYSH_MCP_RESULT_CHARS", 100_000, minimum=1000)
 
+# OpenTelemetry traces of every run (rysh_site/tracing.py, docs/tracing.md): on when the standard
+# OTLP endpoint variables name a receiver (the exporter reads every OTEL_* variable itself) and
+# the SDK is not disabled; prompt, result and argument text only with the GenAI conventions'
+# content-capture switch
+RYSH_TRACES = bool(envstr("OTEL_EXPORTER_OTLP_ENDPOINT") or envstr("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) and (
+    envstr("OTEL_SDK_DISABLED").strip().lower() != "true"
+)
+RYSH_TRACES_CAPTURE_CONTENT = envstr("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT").strip().lower() == "true"
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
