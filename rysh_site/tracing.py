@@ -176,7 +176,8 @@ def stored_context(run) -> dict:
         "traceparent": _traceparent(_ids.generate_trace_id(), _ids.generate_span_id()),
         "start": _ns(run.created_at),
     }
-    if type(run).objects.filter(pk=run.pk, trace_context={}).update(trace_context=made) == 1:
+    unmade = type(run).objects.filter(pk=run.pk).exclude(trace_context__has_key="traceparent")
+    if unmade.update(trace_context=made) == 1:
         run.trace_context = made
     else:
         run.refresh_from_db(fields=["trace_context"])
