@@ -71,6 +71,20 @@ EVENT_DATA = {
 }
 
 
+def _quiet(hook):
+    """A hook the engine calls: a fault in tracing is logged, never raised into the run."""
+
+    @wraps(hook)
+    def guarded(*args, **kwargs):
+        try:
+            return hook(*args, **kwargs)
+        except Exception:
+            log.warning("tracing: %s failed; the run goes on untraced there", hook.__name__, exc_info=True)
+            return None
+
+    return guarded
+
+
 # -- configuration, per process ------------------------------------------------------------
 
 
@@ -144,6 +158,7 @@ def _tracer() -> trace.Tracer:
     return _provider.get_tracer(SCOPE)
 
 
+@_quiet
 def flush() -> None:
     """Send what this process holds now (the end of a worker's task: django-q2 may recycle the
     process next)."""
@@ -248,7 +263,7 @@ def session(run):
     if not enabled():
         yield
         return
-    _sessions[run.pk] = _Session(root=_root(run), agent=run.name, provider="unknown")
+    _open_session(run)
     error = ""
     try:
         yield
@@ -262,6 +277,12 @@ def session(run):
         flush()
 
 
+@_quiet
+def _open_session(run) -> None:
+    _sessions[run.pk] = _Session(root=_root(run), agent=run.name, provider="unknown")
+
+
+@_quiet
 def trace_model(run, armed) -> None:
     """The armed run's model port traced: each call a `chat <model>` span."""
     if enabled() and run.pk in _sessions:
@@ -269,6 +290,7 @@ def trace_model(run, armed) -> None:
         armed.model = TracedModel(run, armed.model)
 
 
+@_quiet
 def pass_started(run, run_pass) -> None:
     """The engine holds pass `run_pass` (new, or a paused one picked up): its `invoke_agent` span
     in this session, the previous pass's ended."""
@@ -304,6 +326,14 @@ def _conversation(run, number: int) -> str:
 # -- model calls -------------------------------------------------------------------------------
 
 
+@_quiet
+def _begin(run) -> tuple[trace.Tracer, _Session | None, Context]:
+    """The tracer, the run's session here (if any) and the parent of a span about to start; None
+    when tracing cannot (the call is then made untraced)."""
+    found = _sessions.get(run.pk)
+    return _tracer(), found, found.parent() if found else _root(run)
+
+
 class TracedModel:
     """The run's model port, each call a `chat <model>` span; everything else is the port's."""
 
@@ -320,8 +350,10 @@ class TracedModel:
 
 def chat(run, model, request):
     """One model call as a `chat <model>` span, child of its pass (or of its judge span)."""
-    found = _sessions.get(run.pk)
-    parent = found.parent() if found else _root(run)
+    begun = _begin(run)
+    if begun is None:
+        return model.complete(request)
+    tracer, found, parent = begun
     attributes = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": found.provider if found else _provider_name(model),
@@ -332,7 +364,7 @@ def chat(run, model, request):
         "rysh.pass.number": request.pass_number,
         "rysh.leg": request.purpose,
     }
-    with _tracer().start_as_current_span(
+    with tracer.start_as_current_span(
         f"chat {request.model}",
         context=parent,
         kind=SpanKind.CLIENT,
@@ -369,6 +401,7 @@ def chat(run, model, request):
         return reply
 
 
+@_quiet
 def model_retry(attempt: int, cause: str) -> None:
     """A model call failed and is tried again (agents.anthropic_model): an event on its span."""
     span = trace.get_current_span()
@@ -408,12 +441,13 @@ def traced_tool(method):
 
     @wraps(method)
     def one_tool(runner, call: dict) -> dict:
-        found = _sessions.get(runner.run.pk) if enabled() else None
-        if found is None:
+        begun = _begin(runner.run) if enabled() and runner.run.pk in _sessions else None
+        if begun is None:
             return method(runner, call)
-        with _tracer().start_as_current_span(
+        tracer, _found, parent = begun
+        with tracer.start_as_current_span(
             f"execute_tool {call['name']}",
-            context=found.parent(),
+            context=parent,
             kind=SpanKind.INTERNAL,
             attributes={
                 "gen_ai.operation.name": "execute_tool",
@@ -439,6 +473,7 @@ def traced_tool(method):
 # -- run events --------------------------------------------------------------------------------
 
 
+@_quiet
 def run_event(run, kind: str, message: str, data: dict) -> None:
     """A RunEvent (runs.events.record): an event on the span the run has open in this process; the
     judge's span opens and closes on `judging` and `verdict`; `granted` starts a new segment of

@@ -70,7 +70,7 @@ ADDED = {
     "budgets_ledgerentry": ("rejudge_id",),
 }
 # columns added since with a default: the default on every old row
-DEFAULTED = {"automations_step": {"thinking_blocks": 0, "thinking": ""}}
+DEFAULTED = {"automations_step": {"thinking_blocks": 0, "thinking": ""}, "automations_run": {"trace_context": "{}"}}
 # columns added since and filled from what was there: whose quota counted a run's calls (its
 # starter's, until a person continues or grants it)
 FILLED = {"automations_run": ("charged_to_id",), "budgets_ledgerentry": ("charged_to_id",)}

@@ -5,18 +5,25 @@ capture is on, and a paused run continued by a second worker session in the same
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from agents.ports import ModelError
+from agents.anthropic_model import AnthropicModel
+from agents.ports import ModelError, ModelRequest
 from budgets.plan import Grant as PlanGrant
 from runs import services
 from runs.models import Run, Step
 from rysh_site import tracing
+from tests.agents.test_anthropic_model import KEY
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
+from tests.fakes.anthropic_server import FakeAnthropic
 from tests.runs.test_engine import LOOP, SAVE
 
 pytestmark = pytest.mark.django_db
@@ -216,3 +223,74 @@ def test_nothing_is_traced_or_stored_when_tracing_is_off(start, settings):
     run = drive(start(LOOP, "x"), landing_model())
     assert run.cause == "fulfilled" and run.trace_context == {}
     assert exporter.get_finished_spans() == ()
+
+
+def test_a_real_anthropic_call_is_a_chat_span_with_its_retries_and_cache_usage(start, spans):
+    """The real SDK against the fake Anthropic server: two failed attempts are events on the span,
+    and the convention's input tokens count cache reads and writes as Anthropic's do not."""
+    run = start(LOOP, "x")
+    with FakeAnthropic() as fake:
+        model = AnthropicModel(api_key=KEY, base_url=fake.base_url, backoff_seconds=0.01)
+        fake.reply(text="first", output_tokens=7)
+        tracing.chat(run, model, anthropic_request())
+        fake.fail_next(500, times=2)
+        messages = [
+            {"role": "user", "content": "Find five sources."},
+            {"role": "assistant", "content": [{"type": "text", "text": "first"}]},
+            {"role": "user", "content": "continue"},
+        ]
+        usage = tracing.chat(run, model, anthropic_request(messages=messages)).usage
+    first, second = spans.get_finished_spans()
+    assert second.name == "chat claude-fake-1" and second.attributes["gen_ai.provider.name"] == "anthropic"
+    assert [e.name for e in second.events] == ["rysh.model.retry", "rysh.model.retry"]
+    assert second.events[0].attributes["rysh.retry.cause"] and second.attributes["rysh.model.retries"] == 2
+    assert "rysh.model.retries" not in first.attributes
+    assert usage.cache_read_tokens > 0 and usage.cache_write_tokens > 0
+    a = second.attributes
+    assert a["gen_ai.usage.cache_read.input_tokens"] == usage.cache_read_tokens
+    assert a["gen_ai.usage.cache_creation.input_tokens"] == usage.cache_write_tokens
+    assert a["gen_ai.usage.input_tokens"] == usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+    assert KEY not in json.dumps([json.loads(s.to_json()) for s in (first, second)])
+
+
+def anthropic_request(**overrides) -> ModelRequest:
+    fields = dict(
+        model="claude-fake-1",
+        system="You are careful.",
+        tools=[],
+        messages=[{"role": "user", "content": "Find five sources."}],
+        max_tokens=1000,
+        deadline=time.monotonic() + 10,
+    )
+    return ModelRequest(**(fields | overrides))
+
+
+@pytest.mark.parametrize(
+    ("env", "traces", "content"),
+    [
+        ({}, False, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, True, False),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, True, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "TRUE"}, False, False),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:4318",
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+            },
+            True,
+            True,
+        ),
+    ],
+)
+def test_traces_are_off_unless_an_otlp_endpoint_is_set(env, traces, content):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    code = "from django.conf import settings; print(settings.RYSH_TRACES, settings.RYSH_TRACES_CAPTURE_CONTENT)"
+    out = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        env={**clean, "DJANGO_SETTINGS_MODULE": "rysh_site.settings_test", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert out.stdout.split() == [str(traces), str(content)]
