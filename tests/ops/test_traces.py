@@ -20,11 +20,14 @@ from budgets.plan import Grant as PlanGrant
 from runs import services
 from runs.models import Run, Step
 from rysh_site import tracing
+from spend.services import quota_set
 from tests.agents.test_anthropic_model import KEY
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.runs.test_approvals import GATED, PUBLISH_THEN_DONE, Person, Tools, drive_with
 from tests.runs.test_engine import LOOP, SAVE
+from tests.spend.test_quotas import TASK, greedy
 
 pytestmark = pytest.mark.django_db
 
@@ -294,3 +297,33 @@ def test_traces_are_off_unless_an_otlp_endpoint_is_set(env, traces, content):
         check=True,
     )
     assert out.stdout.split() == [str(traces), str(content)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_approval_wait_is_events_on_the_pass_and_its_text_only_with_capture(start, spans):
+    run = drive_with(start(GATED), FakeModel(task=PUBLISH_THEN_DONE), Tools(), Person(approved=True, delay=0.3))
+    assert run.cause == "done"
+    finished = spans.get_finished_spans()
+    [one_pass] = by_name(finished, "invoke_agent ")
+    events = {e.name: e for e in one_pass.events}
+    assert events["rysh.approval.requested"].attributes["rysh.approval.id"] > 0
+    assert events["rysh.approval.answered"].attributes["rysh.approval.state"] == "approved"
+    assert "rysh.event.message" not in events["rysh.approval.requested"].attributes  # the action: content
+    [published] = by_name(finished, "execute_tool publish")
+    assert published.parent.span_id == one_pass.context.span_id
+    assert published.start_time > events["rysh.approval.answered"].timestamp
+
+
+def test_a_quota_wait_is_a_pause_event_and_a_stop_from_the_page_sends_the_run_span(start, spans):
+    quota_set(scope="installation", window="day", tokens=30_000, dollars=None)
+    run = drive(start(TASK), greedy())
+    assert run.state_label == "paused(quota: installation)"
+    [one_pass] = by_name(spans.get_finished_spans(), "invoke_agent ")
+    [paused] = [e for e in one_pass.events if e.name == "rysh.paused"]
+    assert paused.attributes["rysh.pause.reason"] == "quota: installation"
+    assert paused.attributes["rysh.quota.need_tokens"] > 0
+    services.run_stop(run=run)  # a paused run stops at once: its root span is sent from here
+    [root] = by_name(spans.get_finished_spans(), "invoke_workflow ")
+    assert root.attributes["rysh.run.cause"] == "stopped by user"
+    assert [e.name for e in root.events][-2:] == ["rysh.paused", "rysh.finished"]
+    assert one_pass.parent.span_id == root.context.span_id
