@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from django.db import OperationalError
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
@@ -22,7 +23,7 @@ from runs.models import Run, Step
 from rysh_site import tracing
 from spend.services import quota_set
 from tests.agents.test_anthropic_model import KEY
-from tests.conftest import drive
+from tests.conftest import ONE_PASS, drive
 from tests.fake_model import FakeModel, tool
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.runs.test_approvals import GATED, PUBLISH_THEN_DONE, Person, Tools, drive_with
@@ -327,3 +328,26 @@ def test_a_quota_wait_is_a_pause_event_and_a_stop_from_the_page_sends_the_run_sp
     assert root.attributes["rysh.run.cause"] == "stopped by user"
     assert [e.name for e in root.events][-2:] == ["rysh.paused", "rysh.finished"]
     assert one_pass.parent.span_id == root.context.span_id
+
+
+def test_a_run_taken_over_from_a_lost_worker_stays_in_one_trace(start, spans):
+    run = start(ONE_PASS)
+    dying = FakeModel(task=[{"text": "a", "tools": [SAVE]}, OperationalError("the database went away")])
+    with pytest.raises(OperationalError):
+        drive(run, dying)  # the worker loses its database mid-pass: the run stays `running`
+    [lost] = by_name(spans.get_finished_spans(), "invoke_agent ")
+    assert lost.status.status_code == StatusCode.ERROR and lost.attributes["error.type"] == "OperationalError"
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=None)
+    assert services.runs_sweep_lost()[0].endswith("continued from its checkpoint")
+    run = drive(Run.objects.get(pk=run.pk), FakeModel(task=[{"text": "Done."}]))
+    assert run.cause == "done"
+    finished = spans.get_finished_spans()
+    assert len({s.context.trace_id for s in finished}) == 1
+    [root] = by_name(finished, "invoke_workflow ")
+    first, second = by_name(finished, "invoke_agent ")
+    assert first.attributes["rysh.pass.number"] == second.attributes["rysh.pass.number"] == 1
+    assert second.attributes["rysh.pass.resumed"] is True
+    assert first.parent.span_id == second.parent.span_id == root.context.span_id
+    paused = [e for e in root.events if e.name == "rysh.paused"]
+    assert paused[0].attributes["rysh.pause.reason"] == "worker lost"
+    assert "rysh.continued" in [e.name for e in root.events]
