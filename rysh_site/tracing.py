@@ -2,11 +2,11 @@
 conventions v0.1.0 (open-telemetry/semantic-conventions-genai).
 
 Off unless an OTLP endpoint is configured (settings.RYSH_TRACES); the exporter reads the standard
-OTEL_* variables itself. A run is one trace: its root span is stored on the Run (a W3C
+OTEL_* variables itself. A run is one trace: its root span's ids are stored on the Run (a W3C
 traceparent in `Run.trace_context`, made the first time the run is traced) and every worker
 session of the run hangs its spans under it, so a continued run or one taken over from a lost
 worker lands in the same trace. The root span itself cannot stay open across processes: it is
-emitted when the run finishes, with the stored ids and the run's start time.
+emitted when the run finishes, with the stored ids, from when the run was started (queued).
 
     invoke_workflow <recipe>       the run (emitted when it finishes)
       invoke_agent <recipe>        a pass, as one worker session drove it
@@ -45,7 +45,6 @@ from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanK
 
 log = logging.getLogger(__name__)
 
-SEMCONV = "OpenTelemetry GenAI semantic conventions v0.1.0"
 SCOPE = "rysh_site.tracing"
 DEFAULT_SERVICE_NAME = "rysh-dashboard"
 FLUSH_MILLIS = 10_000  # how long the end of a worker's task may wait for its spans to leave
