@@ -40,7 +40,5 @@ def storage_prune(request: HttpRequest) -> HttpResponse:
     if total.empty:
         messages.success(request, "Nothing was past its retention: nothing removed.")
     else:
-        messages.success(
-            request, f"Pruned {total.rows} row(s) and {total.files} file(s), about {total.bytes:,} bytes."
-        )
+        messages.success(request, f"Pruned {total.rows} row(s) and {total.files} file(s), about {total.bytes:,} bytes.")
     return redirect("storage")

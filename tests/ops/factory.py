@@ -60,7 +60,15 @@ def make_runs(
     )
     passes = Pass.objects.bulk_create(
         [
-            Pass(run=r, number=1, verdict="YES", reason="all good", tokens_counted=3000, steps_total=STEPS, ended_at=ended)
+            Pass(
+                run=r,
+                number=1,
+                verdict="YES",
+                reason="all good",
+                tokens_counted=3000,
+                steps_total=STEPS,
+                ended_at=ended,
+            )
             for r in runs
         ],
         batch_size=500,
@@ -107,14 +115,23 @@ def make_runs(
     )
     Message.objects.bulk_create(
         [
-            Message(run_pass=p, index=n, role="user" if n % 2 == 0 else "assistant", content=[{"type": "text", "text": TEXT}])
+            Message(
+                run_pass=p,
+                index=n,
+                role="user" if n % 2 == 0 else "assistant",
+                content=[{"type": "text", "text": TEXT}],
+            )
             for p in passes
             for n in range(MESSAGES)
         ],
         batch_size=500,
     )
     RunEvent.objects.bulk_create(
-        [RunEvent(run=r, kind=kind, message=f"{kind} {TEXT}") for r in runs for kind in ("started", "finished")[:EVENTS]],
+        [
+            RunEvent(run=r, kind=kind, message=f"{kind} {TEXT}")
+            for r in runs
+            for kind in ("started", "finished")[:EVENTS]
+        ],
         batch_size=500,
     )
     _screenshots(runs[:screenshots])
