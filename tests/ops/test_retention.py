@@ -19,12 +19,15 @@ from hypothesis import strategies as st
 
 from audit.models import AuditEntry
 from audit.services import audit_record
+from budgets.plan import Grant as PlanGrant
 from catalogue.models import GitDelivery
 from notify.models import Attempt, Channel, Delivery
 from ops import retention
 from ops.apps import REPLACED, RETENTION_SCHEDULE
-from runs.models import LedgerEntry, Message, PassResult, ResultBlob, Run, RunEvent, RunState, Step
+from runs import services
+from runs.models import Grant, LedgerEntry, Message, PassResult, ResultBlob, Run, RunEvent, RunState, Step
 from tests.ops.factory import EVENTS, MESSAGES, STEPS, make_runs
+from tests.runs.test_grant import ended_at_the_pass_cap
 from tests.runs.test_view_runs import client_for, user_with
 from workspaces.models import Workspace, WorkspaceState
 
@@ -283,3 +286,16 @@ def test_a_pruned_run_s_page_opens_and_says_when_its_steps_went(settings):
     assert f"screenshots and videos were pruned on {today}" in page
     assert "all good" in page and "3000" in page  # the pass's verdict and reason, the totals
     assert "task leg: 3000 tokens" in page  # the timeline reads the ledger the steps left
+
+
+def test_a_run_whose_steps_were_pruned_is_not_granted_more(start):
+    """A grant goes on as the same run, and a pass cut short goes on from its conversation: once
+    retention has pruned that, the grant is refused and resume is offered instead."""
+    run = ended_at_the_pass_cap(start)
+    Run.objects.filter(pk=run.pk).update(ended_at=days_ago(100))
+    retention.retention_prune()
+    run.refresh_from_db()
+    with pytest.raises(services.RunRefused, match="its steps and conversation were pruned on .*resume it instead"):
+        services.run_grant(run=run, extra=PlanGrant(passes=1))
+    run.refresh_from_db()
+    assert run.state == RunState.FINISHED and not Grant.objects.exists()
