@@ -20,7 +20,7 @@ def storage(request: HttpRequest) -> HttpResponse:
     require(request.user, "admin")
     sizes = retention.Sizes()
     context = {
-        "kinds": retention.retention_plan(),
+        "kinds": retention.retention_plan(sizes=sizes),
         "method": sizes.method,
         "free_bytes": retention.free_bytes(),
         "file_bytes": retention.database_file_bytes(),

@@ -138,9 +138,8 @@ def test_each_kind_is_pruned(settings, tmp_path):
     Delivery.objects.update(created_at=days_ago(31))
     GitDelivery.objects.create(received_at=days_ago(31), outcome="accepted", status=200)
     GitDelivery.objects.create(received_at=days_ago(1), outcome="accepted", status=200)
-    old_entry = audit_record(action="run.start", target=old[0])
-    with connection.cursor() as cursor:  # the model refuses any update: age it by SQL
-        cursor.execute("UPDATE audit_auditentry SET at = %s WHERE id = %s", [days_ago(731), old_entry.pk])
+    # an old entry, written old (the model and, on PostgreSQL, a trigger refuse to age one)
+    [old_entry] = AuditEntry.objects.bulk_create([AuditEntry(at=days_ago(731), action="run.start", source="web")])
     kept_entry = audit_record(action="run.stop", target=old[0])
 
     plan = {k.key: k.due for k in retention.retention_plan()}
@@ -228,6 +227,8 @@ def test_the_schedule_prunes_daily_and_replaces_the_hourly_ones(settings):
 
 @pytest.mark.django_db(transaction=True)  # VACUUM cannot run inside the test's transaction
 def test_the_space_is_free_inside_the_file_and_vacuum_gives_it_back(settings):
+    if connection.vendor != "sqlite":
+        pytest.skip("free pages and VACUUM of the file are SQLite's (PostgreSQL: autovacuum, docs/retention.md)")
     make_runs(300, ended=days_ago(100))
     plan = {k.key: k.due for k in retention.retention_plan()}
     before_free, before_file = retention.free_bytes(), retention.database_file_bytes()
@@ -258,7 +259,7 @@ def test_the_storage_page_is_for_admins_only(client):
     assert 'href="/operations/storage/"' in page  # the nav links it for admins
     assert "RYSH_KEEP_STEPS_DAYS</code>=90" in page and "RYSH_KEEP_AUDIT_DAYS</code>=730" in page
     assert 'id="kind-steps"' in page and "14 rows" in page  # 2 runs' steps, messages and events
-    assert "SQLite dbstat" in page and "No prune has removed anything yet." in page
+    assert retention.Sizes().method in page and "No prune has removed anything yet." in page
     assert Step.objects.count() == 2 * STEPS  # reading the page prunes nothing
 
 

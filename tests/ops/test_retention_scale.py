@@ -124,8 +124,9 @@ def test_a_prune_of_10000_old_runs_keeps_every_summary_and_frees_what_it_said(se
     files_after, bytes_after = files(settings)
     said = plan["media"] + plan["snapshots"]
     assert (files_before - files_after, bytes_before - bytes_after) == (said.files, said.file_bytes)
-    freed_rows = retention.free_bytes() - free_before
     estimated = sum(m.row_bytes for m in plan.values())
-    assert 0.8 * estimated <= freed_rows <= 1.25 * estimated, (freed_rows, estimated)
+    if free_before is not None:  # SQLite: the rows' pages are the file's free pages now
+        freed_rows = retention.free_bytes() - free_before
+        assert 0.8 * estimated <= freed_rows <= 1.25 * estimated, (freed_rows, estimated)
     entry = AuditEntry.objects.get(action="retention.prune")
     assert entry.detail["steps"]["rows"] == plan["steps"].rows
