@@ -162,10 +162,25 @@ def free_bytes() -> int | None:
 
 
 def database_file_bytes() -> int | None:
+    """SQLite: the database file with its write-ahead log (recent writes sit there until a
+    checkpoint). None on other databases."""
     if connection.vendor != "sqlite":
         return None
-    name = connection.settings_dict["NAME"]
-    return os.path.getsize(name) if name and os.path.exists(name) else None
+    name = str(connection.settings_dict["NAME"])
+    return sum(os.path.getsize(p) for p in (name, f"{name}-wal") if os.path.exists(p)) or None
+
+
+def last_prune_text(entry: AuditEntry) -> str:
+    """What a prune's audit entry says it removed, kind by kind."""
+    labels = {"steps": "steps", "media": "media", "snapshots": "snapshots", "workspaces": "working copies"}
+    parts = []
+    for key, measure in entry.detail.items():
+        if isinstance(measure, dict) and (measure.get("rows") or measure.get("files")):
+            parts.append(
+                f"{labels.get(key, key)}: {measure['rows']} row(s), {measure['files']} file(s), "
+                f"{measure['bytes']:,} bytes"
+            )
+    return "; ".join(parts) or "nothing"
 
 
 def files_under(paths: Iterable[Path]) -> Measure:

@@ -19,12 +19,14 @@ from rysh_site.roles import require
 def storage(request: HttpRequest) -> HttpResponse:
     require(request.user, "admin")
     sizes = retention.Sizes()
+    last = retention.last_prune()
     context = {
         "kinds": retention.retention_plan(sizes=sizes),
         "method": sizes.method,
         "free_bytes": retention.free_bytes(),
         "file_bytes": retention.database_file_bytes(),
-        "last": retention.last_prune(),
+        "last": last,
+        "last_text": retention.last_prune_text(last) if last else "",
         "batch": settings.RYSH_PRUNE_BATCH,
     }
     return render(request, "ops/storage.html", context)

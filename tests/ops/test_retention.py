@@ -274,7 +274,7 @@ def test_prune_now_needs_the_csrf_token_and_says_what_it_did():
     assert "Pruned 14 row(s)" in page and not Step.objects.exists()
     entry = AuditEntry.objects.get(action="retention.prune")
     assert entry.actor == admin_user
-    assert 'id="storage-last"' in page and "admin-user" in page and "steps 14 rows" in page
+    assert 'id="storage-last"' in page and "admin-user" in page and "steps: 14 row(s), 0 file(s)" in page
 
 
 def test_a_pruned_run_s_page_opens_and_says_when_its_steps_went(settings):
