@@ -89,6 +89,24 @@ def test_it_never_takes_an_unfinished_run_or_younger_data(state, age_seconds, da
 # -- what each kind prunes ----------------------------------------------------------------------
 
 
+def test_the_prune_takes_exactly_the_runs_the_cut_off_says(settings):
+    """The rule above, against the prune's own queries: every state, just inside, just outside."""
+    settings.RYSH_KEEP_STEPS_DAYS = 90
+    made = []
+    for i, state in enumerate(s.value for s in RunState):
+        for age in (None, 89.9, 90.1, 400):
+            ended = None if age is None else days_ago(age)
+            run = make_runs(1, ended=ended, state=state, tag=f"s{i}-{age}")[0]
+            made.append((run, state, ended))
+    now = timezone.now()
+    retention.retention_prune(now=now)
+    for run, state, ended in made:
+        due = retention.is_due(state=state, ended_at=ended, now=now, days=90)
+        kept = Step.objects.filter(run_pass__run=run).count()
+        assert kept == (0 if due else STEPS), (state, ended)
+    assert sum(retention.is_due(state=s, ended_at=e, now=now, days=90) for _r, s, e in made) == 2
+
+
 def test_a_prune_never_touches_unfinished_runs(settings):
     for state in ("queued", "running", "paused", "awaiting approval"):
         make_runs(2, ended=None, state=state, screenshots=2, blobs=1, tag=state.split()[0])
