@@ -253,15 +253,22 @@ def prune(*, keep: int, before: datetime | None = None, dry_run: bool = False, b
 
 
 def _orphans_after(doomed: set[int]) -> tuple[int, int]:
-    """(contents, bytes) nothing would point at once the snapshots of `doomed` runs are gone."""
-    holders: dict[int, set[int]] = {}
-    for blob_id, run_id in PassResult.objects.filter(blob__isnull=False).values_list("blob_id", "run_pass__run_id"):
-        holders.setdefault(blob_id, set()).add(run_id)
-    count = freed = 0
-    for blob_id, size in ResultBlob.objects.values_list("id", "size"):
-        if holders.get(blob_id, set()) <= doomed:
-            count, freed = count + 1, freed + size
-    return count, freed
+    """(contents, bytes) nothing would point at once the snapshots of `doomed` runs are gone: the
+    contents no snapshot points at now, and those only the doomed runs' snapshots point at. Reads
+    the doomed runs' contents and their holders only, `MANY` ids a query."""
+    unused = ResultBlob.objects.exclude(Exists(PassResult.objects.filter(blob=OuterRef("pk"))))
+    sizes = list(unused.values_list("size", flat=True))
+    candidates: set[int] = set()
+    for chunk in _chunks(sorted(doomed), MANY):
+        rows = PassResult.objects.filter(run_pass__run_id__in=chunk, blob__isnull=False)
+        candidates.update(rows.values_list("blob_id", flat=True))
+    kept = set()
+    for chunk in _chunks(sorted(candidates), MANY):
+        holders = PassResult.objects.filter(blob_id__in=chunk).values_list("blob_id", "run_pass__run_id")
+        kept.update(blob_id for blob_id, run_id in holders if run_id not in doomed)
+    for chunk in _chunks(sorted(candidates - kept), MANY):
+        sizes += ResultBlob.objects.filter(pk__in=chunk).values_list("size", flat=True)
+    return len(sizes), sum(sizes)
 
 
 def _chunks(items: list, size: int):
