@@ -20,7 +20,7 @@ import logging
 import os
 import shutil
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -374,7 +374,6 @@ class Pruned:
 class _Batches:
     size: int
     transactions: int = 0
-    removed: dict[type, int] = field(default_factory=dict)
 
     def delete(self, queryset, prepare: Callable[[list[int]], None] | None = None, raw: Callable | None = None) -> int:
         """Delete what `queryset` selects, `size` rows per short transaction; each batch is chosen
@@ -393,7 +392,6 @@ class _Batches:
                     model._base_manager.filter(pk__in=ids).delete()
                 self.transactions += 1
             total += len(ids)
-        self.removed[model] = self.removed.get(model, 0) + total
         return total
 
 
