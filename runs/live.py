@@ -105,6 +105,7 @@ def run_context(run: Run, can: frozenset[str]) -> dict:
         "files": selectors.run_result_files(run),
         "report": _report_html(run),
         "events": selectors.run_events_recent(run, limit=EVENT_LIMIT),
+        "pruned": selectors.run_pruned(run) if run.is_finished else {},  # what retention removed
         "audit": audit_for_run(run.pk),  # who did what to this run (runs/run_detail/_audit.html)
         "can_read_audit": "audit" in can,
         "can_operate": "operate" in can,

@@ -358,6 +358,16 @@ RYSH_SNAPSHOTS_DIR = Path(envstr("RYSH_SNAPSHOTS_DIR", str(DATA_DIR / "snapshots
 RYSH_SNAPSHOT_KEEP_RUNS = envint("RYSH_SNAPSHOT_KEEP_RUNS", 0, minimum=0)
 # A result file larger than this is listed in its snapshot (name, size) but not kept.
 RYSH_SNAPSHOT_FILE_MAX_BYTES = envint("RYSH_SNAPSHOT_FILE_MAX_BYTES", 64 * 1024 * 1024, minimum=0)
+# Retention (ops/retention.py, docs/retention.md): days each kind of data is kept after its run
+# finished (after it was made, for deliveries and the audit log); 0 keeps it forever. A run's
+# row, totals, passes, verdicts, report and ledger are kept forever whatever these say.
+RYSH_KEEP_STEPS_DAYS = envint("RYSH_KEEP_STEPS_DAYS", 90, minimum=0)  # steps, messages, events
+RYSH_KEEP_MEDIA_DAYS = envint("RYSH_KEEP_MEDIA_DAYS", 30, minimum=0)  # screenshots and videos
+RYSH_KEEP_SNAPSHOTS_DAYS = envint("RYSH_KEEP_SNAPSHOTS_DAYS", 180, minimum=0)  # result snapshots
+RYSH_KEEP_DELIVERIES_DAYS = envint("RYSH_KEEP_DELIVERIES_DAYS", 30, minimum=0)  # notifications, push hooks
+RYSH_KEEP_AUDIT_DAYS = envint("RYSH_KEEP_AUDIT_DAYS", 730, minimum=0)  # the audit log
+# rows deleted per transaction: each batch is short, so a worker's settle never waits long
+RYSH_PRUNE_BATCH = envint("RYSH_PRUNE_BATCH", 500, minimum=1)
 # Re-judge (review): how many past passes at most, and the hard token ceiling of one re-judge.
 RYSH_REJUDGE_MAX_PASSES = envint("RYSH_REJUDGE_MAX_PASSES", 50, minimum=1)
 RYSH_REJUDGE_MAX_TOKENS = envint("RYSH_REJUDGE_MAX_TOKENS", 500_000, minimum=1000)

@@ -202,11 +202,10 @@ def test_the_models_read_the_adopted_rows_and_queued_work_finds_its_new_entry_po
         "turns": [26, 4],
         "change": [1],
         "schedule": ["schedules.tasks.scheduled_run"],
-        "funcs": [  # the hourly clearsessions, prune_snapshots and prune_workspaces are added on migrate
+        "funcs": [  # the hourly clearsessions and the daily retention prune are added on migrate
             "catalogue.tasks.sync_task",
             "django.core.management.call_command",
-            "django.core.management.call_command",
-            "django.core.management.call_command",
+            "ops.retention.prune_scheduled",
             "runs.worker.sweep_lost_runs",
             "schedules.tasks.scheduled_run",
         ],
