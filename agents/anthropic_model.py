@@ -37,7 +37,7 @@ from typing import Any
 import anthropic
 import httpx2
 
-from rysh_site import metrics
+from rysh_site import metrics, tracing
 
 from .models_api import Account, cap_max_tokens
 from .ports import ModelCancelled, ModelError, ModelReply, ModelRequest, Usage
@@ -189,6 +189,7 @@ class AnthropicModel:
             self._max_retries + 1,
         )
         metrics.model_retry(request.model, request.purpose)
+        tracing.model_retry(attempt, cause)
         _sleep(wait, request)
         return cause
 

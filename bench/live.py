@@ -64,6 +64,12 @@ OBSERVER = """() => {
     if (m && !(m[0] in window.__marks)) window.__marks[m[0]] = t;
   };
   new MutationObserver(seen).observe(document.body, {subtree: true, childList: true, characterData: true});
+  window.__arrived = {};
+  document.body.addEventListener("htmx:wsBeforeMessage", (e) => {
+    const t = performance.timeOrigin + performance.now();
+    const m = String(e.detail.message).match(/bench-\\d+-[a-z]+/);
+    if (m && !(m[0] in window.__arrived)) window.__arrived[m[0]] = t;
+  });
 }"""
 
 
@@ -81,7 +87,7 @@ def writer(run_id: int, samples: int, tag: str, seed: int, gap: tuple[float, flo
     last = Pass.objects.filter(run_id=run_id).order_by("-number").first()
     time.sleep(1.0)
     for i in range(samples + WARMUP):
-        time.sleep(rng.uniform(*gap))  # random gaps: no lock-step with the 50 ms tail
+        time.sleep(rng.uniform(*gap))  # random gaps: no lock-step with the tail
         marker = f"bench-{i}-{tag}"
         Pass.objects.filter(pk=last.pk).update(reason=marker)
         event = RunEvent.objects.create(run_id=run_id, kind="bench", message=marker, data={})
@@ -435,6 +441,8 @@ class Side:
         self.offset = 0.0
         self.offset_err = 0.0
         self.latencies: list[float] = []
+        self.arrivals: list[float] = []  # event committed -> the websocket message arrives
+        self.swaps: list[float] = []  # the message arrives -> the DOM updated (htmx's swap)
         self.missed = 0
         self.fragment_ms = 0.0
 
@@ -512,6 +520,7 @@ class Side:
 
     def collect(self, writer_out: str) -> None:
         marks = self.page.evaluate("window.__marks")
+        arrived = self.page.evaluate("window.__arrived")
         for line in writer_out.splitlines():
             sample = json.loads(line)
             if sample["i"] < WARMUP:
@@ -521,13 +530,58 @@ class Side:
                 self.missed += 1
                 continue
             self.latencies.append((dom / 1000 - self.offset - sample["t"]) * 1000)
+            came = arrived.get(sample["marker"])
+            if came is not None:
+                self.arrivals.append((came / 1000 - self.offset - sample["t"]) * 1000)
+                self.swaps.append(dom - came)
 
     def row(self) -> str:
-        v = self.latencies
-        return (
-            f"    {self.label:<44} {percentile(v, 50):7.1f} {percentile(v, 90):7.1f} {percentile(v, 99):7.1f} "
-            f"{statistics.mean(v):7.1f} {min(v):7.1f} {max(v):7.1f} {len(v):5d} {self.missed:4d}"
+        return self._row(self.label, self.latencies, self.missed)
+
+    def parts(self) -> str:
+        """Where the time goes: the server's part and the browser's (htmx's swap)."""
+        return "\n".join(
+            (
+                self._row("  of which: committed -> message arrives", self.arrivals),
+                self._row("  of which: message arrives -> DOM updated", self.swaps),
+            )
         )
+
+    @staticmethod
+    def _row(label: str, v: list[float], missed: int | None = None) -> str:
+        if not v:
+            return f"    {label:<44} (no samples)"
+        lost = "" if missed is None else f" {missed:4d}"
+        return (
+            f"    {label:<44} {percentile(v, 50):7.1f} {percentile(v, 90):7.1f} {percentile(v, 99):7.1f} "
+            f"{statistics.mean(v):7.1f} {min(v):7.1f} {max(v):7.1f} {len(v):5d}{lost}"
+        )
+
+
+def pages_at_scale(big: int) -> dict | None:
+    """GET / and /history/ with 100 and `big` runs, in a process and data folder of their own."""
+    print(f"pages with 100 and {big:,} runs ...", flush=True)
+    with tempfile.TemporaryDirectory(prefix="rysh-bench-pages-") as tmp:
+        env = {
+            **os.environ,
+            "RYSH_DATA_DIR": tmp,
+            "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
+            "LOG_LEVEL": "WARNING",
+        }
+        for name in ("DATABASE_URL", "REDIS_URL"):
+            env.pop(name, None)
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.live", "--pages", "100", str(big)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if out.returncode != 0:
+            print(out.stdout + out.stderr, file=sys.stderr)
+            return None
+        return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def chromium_version(browser) -> str:
@@ -538,6 +592,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.live", description=__doc__.split("\n")[0])
     parser.add_argument("--samples", type=int, default=100, help="latency samples per side (default 100)")
     parser.add_argument("--quick", action="store_true", help="20 samples, 1,000 runs instead of 10,000")
+    parser.add_argument(
+        "--latency-only", action="store_true", help="measure the latency only (no pages at scale, no open dashboards)"
+    )
     parser.add_argument("--writer", nargs=6, help=argparse.SUPPRESS)
     parser.add_argument("--pages", nargs="+", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--runs", nargs=2, help=argparse.SUPPRESS)
@@ -561,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     idle_seconds = 5 if options.quick else IDLE_SECONDS
     big = 1000 if options.quick else 10000
     started = time.monotonic()
-    sides = [Side("sqlite", "embedded: SQLite + one RunEvent tail (50 ms)")]
+    sides = [Side("sqlite", "embedded: SQLite + one RunEvent tail (25 ms)")]
     redis_skip = redis_answers(REDIS_URL)
     if not redis_skip:
         sides.append(Side("redis", "Redis: channels_redis push", redis_url=REDIS_URL))
@@ -570,29 +627,9 @@ def main(argv: list[str] | None = None) -> int:
         for side in sides:
             side.prepare()
         # the pages-at-scale half in its own process and data folder, while nothing else runs
-        print(f"pages with 100 and {big:,} runs ...", flush=True)
-        with tempfile.TemporaryDirectory(prefix="rysh-bench-pages-") as tmp:
-            env = {
-                **os.environ,
-                "RYSH_DATA_DIR": tmp,
-                "DJANGO_SETTINGS_MODULE": "rysh_site.settings",
-                "LOG_LEVEL": "WARNING",
-            }
-            for name in ("DATABASE_URL", "REDIS_URL"):
-                env.pop(name, None)
-            out = subprocess.run(
-                [sys.executable, "-m", "bench.live", "--pages", "100", str(big)],
-                cwd=ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
-            if out.returncode != 0:
-                print(out.stdout + out.stderr, file=sys.stderr)
-                return 1
-            scale = json.loads(out.stdout.strip().splitlines()[-1])
-
+        scale = None if options.latency_only else pages_at_scale(big)
+        if scale is None and not options.latency_only:
+            return 1
         print(f"latency: {samples} samples per side, side by side ...", flush=True)
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
@@ -611,10 +648,13 @@ def main(argv: list[str] | None = None) -> int:
             for side, stdout in zip(sides, outputs):
                 side.collect(stdout)
             browser.close()
-        print(
-            f"open dashboards: idle CPU with 0, 10, 100 sockets ({idle_seconds}s each), {RUNS} runs x 4 ...", flush=True
-        )
-        team = team_scale(sides[0], idle_seconds)
+        team = None
+        if not options.latency_only:
+            print(
+                f"open dashboards: idle CPU with 0, 10, 100 sockets ({idle_seconds}s each), {RUNS} runs x 4 ...",
+                flush=True,
+            )
+            team = team_scale(sides[0], idle_seconds)
     finally:
         for side in sides:
             side.stack.stop()
@@ -635,6 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"    {'path':<44} {'p50':>7} {'p90':>7} {'p99':>7} {'mean':>7} {'min':>7} {'max':>7} {'n':>5} {'lost':>4}")
     for side in sides:
         print(side.row())
+        print(side.parts())
     if redis_skip:
         print(f"    Redis: skipped — {REDIS_URL} does not answer ({redis_skip})")
     f = fragment  # a 200 ms poll waits U(0, 200 ms), then fetches a snapshot
@@ -647,51 +688,58 @@ def main(argv: list[str] | None = None) -> int:
             f"    ({side.name}: browser clock - Python clock {side.offset * 1000:+.2f} ms, "
             f"±{side.offset_err * 1000:.2f} ms; live fragment GET {side.fragment_ms:.1f} ms median)"
         )
-    print()
-    print("pages at scale: Django test client, server time (median of 15) and SQL queries per request")
-    print(f"    {'page':<16} {'100 runs':>22} {f'{big:,} runs':>22}")
     failures = []
-    for url in ("/", "/history/"):
-        small, large = scale[f"{url} 100"], scale[f"{url} {big}"]
+    if scale is not None and team is not None:
+        print()
+        print("pages at scale: Django test client, server time (median of 15) and SQL queries per request")
+        print(f"    {'page':<16} {'100 runs':>22} {f'{big:,} runs':>22}")
+        for url in ("/", "/history/"):
+            small, large = scale[f"{url} 100"], scale[f"{url} {big}"]
+            print(
+                f"    GET {url:<12} {small['ms']:9.1f} ms {small['queries']:4d} queries "
+                f"{large['ms']:9.1f} ms {large['queries']:4d} queries"
+            )
+            if large["queries"] != small["queries"]:
+                failures.append(
+                    f"GET {url}: the query count grew with the runs: {small['queries']} -> {large['queries']}"
+                )
+        for failure in failures:
+            print(f"FAIL: {failure}")
+        if not failures:
+            print("ok: the query counts do not grow with the number of runs")
+        cpu = team["cpu"]
+        watched, alone = statistics.mean(team["with"]), statistics.mean(team["without"])
+        slowdown = watched / alone
+        print()
+        print("open dashboards, embedded side (daphne + a qcluster with 2 workers, as `make run`)")
+        print(f"    daphne CPU over {idle_seconds}s with nothing running (utime + stime; the fraction of one core)")
+        for n, used in cpu.items():
+            print(f"    {n:4d} idle logged-in sockets {used:7.2f} s  {used / idle_seconds:6.3f}")
+        print(f"    {RUNS} demo runs, first queued -> last finished (two batches each, in the order 100, 0, 0, 100)")
+        print(f"    {'none watching':<26} {alone:7.2f} s  ({', '.join(f'{t:.2f}' for t in team['without'])})")
         print(
-            f"    GET {url:<12} {small['ms']:9.1f} ms {small['queries']:4d} queries "
-            f"{large['ms']:9.1f} ms {large['queries']:4d} queries"
+            f"    {'100 sockets watching':<26} {watched:7.2f} s  ({', '.join(f'{t:.2f}' for t in team['with'])}); "
+            f"x{slowdown:.3f}; the 100 sockets were sent {team['pushed'][0]} messages, "
+            f"{team['pushed'][1] / 1e6:.1f} MB in their first batch"
         )
-        if large["queries"] != small["queries"]:
-            failures.append(f"GET {url}: the query count grew with the runs: {small['queries']} -> {large['queries']}")
-    for failure in failures:
-        print(f"FAIL: {failure}")
-    if not failures:
-        print("ok: the query counts do not grow with the number of runs")
-    cpu = team["cpu"]
-    watched, alone = statistics.mean(team["with"]), statistics.mean(team["without"])
-    slowdown = watched / alone
-    print()
-    print("open dashboards, embedded side (daphne + a qcluster with 2 workers, as `make run`)")
-    print(f"    daphne CPU over {idle_seconds}s with nothing running (utime + stime; the fraction of one core)")
-    for n, used in cpu.items():
-        print(f"    {n:4d} idle logged-in sockets {used:7.2f} s  {used / idle_seconds:6.3f}")
-    print(f"    {RUNS} demo runs, first queued -> last finished (two batches each, in the order 100, 0, 0, 100)")
-    print(f"    {'none watching':<26} {alone:7.2f} s  ({', '.join(f'{t:.2f}' for t in team['without'])})")
-    print(
-        f"    {'100 sockets watching':<26} {watched:7.2f} s  ({', '.join(f'{t:.2f}' for t in team['with'])}); "
-        f"x{slowdown:.3f}; the 100 sockets were sent {team['pushed'][0]} messages, "
-        f"{team['pushed'][1] / 1e6:.1f} MB in their first batch"
-    )
     live = sides[0].latencies
     redis = sides[1].latencies if len(sides) > 1 else None
 
     def fmt(values, q):
         return f"{percentile(values, q):.1f}" if values else "skipped"
 
-    print(
+    figures = (
         f"live_p50_ms={percentile(live, 50):.1f} live_p99_ms={percentile(live, 99):.1f} "
-        f"redis_p50_ms={fmt(redis, 50)} redis_p99_ms={fmt(redis, 99)} "
-        f"home_queries_100={scale['/ 100']['queries']} home_queries_{big}={scale[f'/ {big}']['queries']} "
-        f"history_queries_100={scale['/history/ 100']['queries']} "
-        f"history_queries_{big}={scale[f'/history/ {big}']['queries']} "
-        f"idle_cpu_100={cpu[100] / idle_seconds:.3f} slowdown_100={slowdown:.3f}"
+        f"redis_p50_ms={fmt(redis, 50)} redis_p99_ms={fmt(redis, 99)}"
     )
+    if scale is not None and team is not None:
+        figures += (
+            f" home_queries_100={scale['/ 100']['queries']} home_queries_{big}={scale[f'/ {big}']['queries']} "
+            f"history_queries_100={scale['/history/ 100']['queries']} "
+            f"history_queries_{big}={scale[f'/history/ {big}']['queries']} "
+            f"idle_cpu_100={cpu[100] / idle_seconds:.3f} slowdown_100={slowdown:.3f}"
+        )
+    print(figures)
     return 1 if failures else 0
 
 

@@ -5,12 +5,11 @@ SWEEP_SCHEDULE = "rysh: sweep lost runs"
 SWEEP_FUNC = "runs.worker.sweep_lost_runs"
 SESSIONS_SCHEDULE = "rysh: clear expired sessions"
 SESSIONS_FUNC = "django.core.management.call_command"
-SNAPSHOTS_SCHEDULE = "rysh: prune result snapshots"
 
 
 def ensure_sweep_schedule(sender, **kwargs) -> None:
     """The lost-worker sweeper runs every minute on whichever cluster is up; expired sessions are
-    cleared and result snapshots pruned every hour."""
+    cleared every hour. (Result snapshots are pruned by the daily retention schedule: ops/apps.py.)"""
     from django_q.models import Schedule  # models load after the app registry is ready
 
     Schedule.objects.update_or_create(
@@ -21,12 +20,6 @@ def ensure_sweep_schedule(sender, **kwargs) -> None:
     Schedule.objects.update_or_create(
         name=SESSIONS_SCHEDULE,
         defaults={"func": SESSIONS_FUNC, "args": "'clearsessions'", "schedule_type": Schedule.HOURLY, "repeats": -1},
-    )
-    # RYSH_SNAPSHOT_KEEP_RUNS applies by itself: once an hour (at 0, it keeps every run's
-    # snapshots and only drops contents nothing points at any more).
-    Schedule.objects.update_or_create(
-        name=SNAPSHOTS_SCHEDULE,
-        defaults={"func": SESSIONS_FUNC, "args": "'prune_snapshots'", "schedule_type": Schedule.HOURLY, "repeats": -1},
     )
 
 

@@ -47,6 +47,7 @@ from runs.ledger import Ledger
 from runs.models import Control, Pass, PassStop, Phase, Run, RunState
 from runs.report import write_report
 from runs.signals import run_finished, run_paused
+from rysh_site import tracing
 from spend.quotas import QuotaRefused
 
 __all__ = ["CONTROL_POLL_SECONDS", "Armed", "Engine", "Paused", "finish_run", "pause_run"]
@@ -118,6 +119,7 @@ class Engine:
     def _one_pass(self) -> bool:
         """Advance the current pass to its end; True when another pass should start."""
         run_pass = self.passes.current()
+        tracing.pass_started(self.run, run_pass)
         if run_pass.ended_at is None:
             self._legs(run_pass)
         if PassStop.REFUSED in (run_pass.task_stop, run_pass.wrap_up_stop):

@@ -14,7 +14,7 @@ from runs.conversation import call_identity, tool_result
 from runs.engine_controls import ApprovalGate, Controls
 from runs.engine_parts import Armed, StepContext
 from runs.models import Control, Run, Step
-from rysh_site import metrics
+from rysh_site import metrics, tracing
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ class ToolRunner:
             events.record(self.run, "note", note)
         self._noted = len(notes)
 
+    @tracing.traced_tool
     def _one_tool(self, call: dict) -> dict:
         try:
             with metrics.tool_call(call["name"]):

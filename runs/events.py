@@ -5,11 +5,19 @@ Pushes carry only ids and go to one group, RUNS_GROUP, which each web process's 
 nothing but latency and a reconnecting browser needs no replay. A push
 leaves only once the transaction that wrote its event has committed: a browser told of a
 change always finds it in the database.
+
+Over channels_redis a push is sent from a loop of this process's own, in a thread of its own, so
+its connection stays open between pushes: a worker pushes once per step and would otherwise
+open a connection to Redis (and find the group's members) every time (asgiref's async_to_sync
+makes a new loop per call outside a web request) — about 6 ms a push, against a fraction of one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import threading
 import time
 from collections.abc import Iterable
 
@@ -18,14 +26,17 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
 from runs.models import Run, RunEvent
+from rysh_site import tracing
 
 log = logging.getLogger(__name__)
 RUNS_GROUP = "runs"
 USERS_CHANGED = "users.changed"
+PUSH_SECONDS = 5.0  # a push waits this long for Redis at most: best effort, the database holds the truth
 
 
 def record(run: Run, kind: str, message: str = "", **data) -> RunEvent:
     event = RunEvent.objects.create(run=run, kind=kind, message=message, data=data)
+    tracing.run_event(run, kind, message, data)
     # outside a transaction this runs at once; inside one, after it commits (never on rollback)
     transaction.on_commit(lambda: push(run.pk, event.pk, kind))
     return event
@@ -49,9 +60,29 @@ def _send(payload: dict) -> None:
     if layer is None or _nobody_here(layer):
         return
     try:
-        async_to_sync(layer.group_send)(RUNS_GROUP, payload)  # one message per web process, not per socket
+        if isinstance(layer, InMemoryChannelLayer):  # its queues belong to the web server's own loop
+            async_to_sync(layer.group_send)(RUNS_GROUP, payload)  # one message per web process, not per socket
+        else:
+            sent = asyncio.run_coroutine_threadsafe(layer.group_send(RUNS_GROUP, payload), _push_loop())
+            sent.result(timeout=PUSH_SECONDS)  # waited for: a worker about to exit still sends its last push
     except Exception:  # a push is best effort: the database already holds the truth
         log.warning("live push failed: %s", payload, exc_info=True)
+
+
+_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
+_loop_lock = threading.Lock()
+
+
+def _push_loop() -> asyncio.AbstractEventLoop:
+    """This process's push loop, started at its first push (again in a forked child: a fork
+    copies the loop but not the thread that runs it)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop[0] != os.getpid():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="rysh-push", daemon=True).start()
+            _loop = (os.getpid(), loop)
+        return _loop[1]
 
 
 def _nobody_here(layer) -> bool:

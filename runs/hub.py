@@ -16,7 +16,10 @@ that runs changed from:
 Either way it learns run ids only. A view is a page seen with the permissions its fragments read
 (live.READS); every view the change concerns renders once, from the database, and offers the same
 HTML to each of its sockets. A socket's outbox keeps only the newest HTML, so a slow or stuck
-socket skips states instead of delaying the others. Nothing waits before a render: the first
+socket skips states instead of delaying the others. Only what changed is sent: a render is
+split into its top-level elements (each has a stable id and is swapped out of band on its own),
+and a socket that has its view's first state is sent the elements whose HTML differs from the last
+render; its outbox keeps the newest HTML of each element. Nothing waits before a render: the first
 change after a quiet spell is rendered at once; changes that arrive while a render is in flight
 are coalesced into the one render after it.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sqlite3
 from asyncio import sleep  # the hub's only waits: a tail's tick, a retry, the group refresh
 from collections.abc import Awaitable, Callable, Iterable
@@ -69,26 +73,69 @@ def concerns(view: View, run_ids: Iterable[int]) -> bool:
     return view.page != "run" or view.run_id in run_ids
 
 
+# a tag (its attributes may quote a ">") or a comment; void elements have no closing tag
+_TAG = re.compile(r"""<!--.*?-->|<(/?)([a-zA-Z][\w:-]*)((?:[^>"']|"[^"]*"|'[^']*')*?)(/?)>""", re.S)
+_ID = re.compile(r"""\sid=["']([^"']+)["']""")
+_VOID = frozenset("area base br col embed hr img input link meta source track wbr".split())
+
+
+def split(html: str) -> dict[str, str] | None:
+    """A push's top-level elements by their id, in order, or None when it does not split cleanly
+    (text or an element without an id at the top, unbalanced tags): then it goes whole."""
+    parts: dict[str, str] = {}
+    depth, start, key, end = 0, 0, "", 0
+    for tag in _TAG.finditer(html):
+        closing, name, attrs, self_closing = tag.groups()
+        if name is None:  # a comment
+            continue
+        if closing:
+            depth -= 1
+            if depth < 0:
+                return None
+            if depth == 0:
+                if key in parts:
+                    return None
+                parts[key], end = html[start : tag.end()], tag.end()
+        elif name.lower() in _VOID or self_closing:
+            if depth == 0:
+                return None
+        else:
+            if depth == 0:
+                found = _ID.search(attrs)
+                if found is None or html[end : tag.start()].strip():
+                    return None
+                start, key = tag.start(), found.group(1)
+            depth += 1
+    if depth or html[end:].strip() or not parts:
+        return None
+    return parts
+
+
+def changed_parts(last: dict[str, str], parts: dict[str, str]) -> dict[str, str]:
+    return {key: html for key, html in parts.items() if last.get(key) != html}
+
+
 class Outbox:
-    """One socket's mailbox of size one: only the newest HTML waits, an older one is dropped.
+    """One socket's mailbox: the newest HTML of each element waits, an older one is replaced.
     It also carries whose socket it is and a flag the hub raises when that user's session or
     roles may have changed (the socket then checks them again: runs/consumers.py)."""
 
     def __init__(self, send: Callable[[str], Awaitable[None]], user_id: int | None = None):
         self.send = send
         self.user_id = user_id
-        self.pending: str | None = None
+        self.pending: dict[str, str] = {}
         self.fed = False  # offered anything yet: a new socket is owed its first state, changed or not
         self.ready = asyncio.Event()
         self.recheck = asyncio.Event()
 
-    def offer(self, html: str) -> None:
-        self.pending, self.fed = html, True
+    def offer(self, parts: dict[str, str]) -> None:
+        self.pending.update(parts)
+        self.fed = True
         self.ready.set()
 
     def drop(self) -> None:
         """Forget what waits: it was rendered for a view this socket no longer has."""
-        self.pending, self.fed = None, False
+        self.pending, self.fed = {}, False
         self.ready.clear()
 
     async def pump(self) -> None:
@@ -96,11 +143,11 @@ class Outbox:
         while True:
             await self.ready.wait()
             self.ready.clear()
-            html, self.pending = self.pending, None
-            if html is None:  # dropped between the wake-up and now
+            parts, self.pending = self.pending, {}
+            if not parts:  # dropped between the wake-up and now
                 continue
             try:
-                await self.send(html)
+                await self.send("".join(parts.values()))
             except Exception:  # the socket is going away; its disconnect stops this task
                 log.debug("live send failed", exc_info=True)
                 return
@@ -114,7 +161,7 @@ class Feed:
         self.render = render
         self.outboxes: set[Outbox] = set()
         self.dirty = asyncio.Event()
-        self.last: str | None = None
+        self.last: dict[str, str] = {}  # the last render, split
         self.written: tuple[float, str] | None = None  # the oldest change not yet rendered (metrics)
         self.task = asyncio.ensure_future(self._run())
 
@@ -130,13 +177,16 @@ class Feed:
                 await sleep(RETRY_SECONDS)
                 self.dirty.set()
                 continue
-            changed, self.last = html != self.last, html
+            parts = split(html) or {"": html}
+            changed, self.last = changed_parts(self.last, parts), parts
             for box in self.outboxes:
                 # A socket that joined while this render was in flight may take it as its first
-                # state: the render began after the socket's admission (renders and admissions
-                # share channels' one database thread), so after its page was served.
-                if changed or not box.fed:
-                    box.offer(html)
+                # state (all of it): the render began after the socket's admission (renders and
+                # admissions share channels' one database thread), so after its page was served.
+                if not box.fed:
+                    box.offer(parts)
+                elif changed:
+                    box.offer(changed)
             metrics.push_sent(written if changed else None)
 
 

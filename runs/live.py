@@ -11,6 +11,8 @@ the live hub renders once per page and set of grants and sends that HTML to ever
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from django.conf import settings
 from django.template.loader import render_to_string
 
@@ -103,6 +105,7 @@ def run_context(run: Run, can: frozenset[str]) -> dict:
         "files": selectors.run_result_files(run),
         "report": _report_html(run),
         "events": selectors.run_events_recent(run, limit=EVENT_LIMIT),
+        "pruned": selectors.run_pruned(run) if run.is_finished else {},  # what retention removed
         "audit": audit_for_run(run.pk),  # who did what to this run (runs/run_detail/_audit.html)
         "can_read_audit": "audit" in can,
         "can_operate": "operate" in can,
@@ -136,4 +139,11 @@ def _report_html(run: Run):
     """This run's report, rendered from the database: run-report.md on disk is the latest run's."""
     if run.started_at is None:
         return ""
-    return render_markdown(render_report(run))
+    return _markdown(render_report(run))
+
+
+@lru_cache(maxsize=64)
+def _markdown(text: str):
+    """A report's HTML by its text: a finished run's page is pushed the same report on every
+    change of its events or labels, and its markdown need not be parsed again each time."""
+    return render_markdown(text)

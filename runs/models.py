@@ -101,6 +101,9 @@ class Run(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     # set when `prune_snapshots` dropped this run's result snapshots (RYSH_SNAPSHOT_KEEP_RUNS)
     snapshots_pruned_at = models.DateTimeField(null=True, blank=True)
+    # the run's OpenTelemetry trace (rysh_site.tracing, docs/tracing.md): the W3C traceparent of
+    # its root span, which every worker's spans of it hang under; empty while tracing is off
+    trace_context = models.JSONField(default=dict, blank=True)
 
     class Meta:
         db_table = "automations_run"  # named before the apps split (see migrations/0001)

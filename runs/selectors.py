@@ -182,13 +182,33 @@ def controls_for(run: Run) -> list[str]:
 
 
 def pass_leg_tokens(passes: list[Pass]) -> dict[tuple[int, str], int]:
-    """Tokens counted per (pass id, leg), for the timeline's bars."""
+    """Tokens counted per (pass id, leg), for the timeline's bars: from the steps, and for steps
+    retention pruned (ops/retention.py), from the ledger entries they leave behind (detached)."""
     totals: dict[tuple[int, str], int] = {}
     for run_pass_id, leg, counted in Step.objects.filter(run_pass__in=passes).values_list(
         "run_pass_id", "leg", "counted_tokens"
     ):
         totals[(run_pass_id, leg)] = totals.get((run_pass_id, leg), 0) + counted
+    by_number = {(p.run_id, p.number): p.pk for p in passes}
+    detached = LedgerEntry.objects.filter(run_id__in={p.run_id for p in passes}, step__isnull=True, rejudge=None)
+    for run_id, number, leg, counted in detached.values_list("run_id", "pass_number", "purpose", "counted_tokens"):
+        if (run_id, number) in by_number:
+            key = (by_number[(run_id, number)], leg)
+            totals[key] = totals.get(key, 0) + counted
     return totals
+
+
+PRUNED = "pruned"  # the RunEvent retention leaves on a run it pruned (ops/retention.py); kept itself
+
+
+def run_pruned(run: Run) -> dict[str, datetime]:
+    """What retention removed from this run and when: {"steps": at, "media": at} (the run page
+    says so where they were)."""
+    found = {}
+    for event in RunEvent.objects.filter(run=run, kind=PRUNED).order_by("id"):
+        for what in event.data.get("what", []):
+            found[what] = event.created_at
+    return found
 
 
 # -- the dashboard and a run's page ------------------------------------------------------------

@@ -37,6 +37,7 @@ from runs.ledger import settle_pending_steps
 from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Control, Grant, Pass, Run, RunState
 from runs.outlook import WorstCase, price_warnings, quota_lines
 from runs.report import write_report
+from runs.selectors import run_pruned
 from runs.signals import run_paused
 from runs.wiring import sandbox_config, site_url
 from workspaces.models import WorkspaceState
@@ -466,6 +467,12 @@ def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
     RYSH_GRANT_MAX_PERCENT of the recipe's own outer ceilings, all grants together."""
     if run.state != RunState.FINISHED:
         raise RunRefused(f"run #{run.pk} has not ended ({run.state_label}); a grant applies to a run that ended")
+    pruned = run_pruned(run).get("steps")
+    if pruned:  # going on needs the conversation (a pass cut short goes on where it stopped)
+        raise RunRefused(
+            f"run #{run.pk}: its steps and conversation were pruned on {pruned:%Y-%m-%d} (retention); "
+            "resume it instead: a new run starts from its results"
+        )
     try:
         _spec, base = arm(run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=run.overrides)
     except (RecipeError, OverrideError) as exc:

@@ -210,40 +210,70 @@ class Pruned:
         )
 
 
-def runs_to_prune(keep: int) -> list[int]:
-    """Finished runs beyond the newest `keep` per recipe that still hold snapshots (0: none)."""
-    if keep <= 0:
+def runs_to_prune(keep: int, *, before: datetime | None = None) -> list[int]:
+    """Finished runs that still hold snapshots and are either beyond the newest `keep` per recipe
+    (0: none are) or ended before `before` (None: no age limit; ops/retention.py)."""
+    finished = Run.objects.filter(state=RunState.FINISHED, snapshots_pruned_at__isnull=True)
+    chosen = set(finished.filter(ended_at__lt=before).values_list("id", flat=True)) if before else set()
+    if keep > 0:
+        seen: dict[str, int] = {}
+        for run_id, target in finished.order_by("target", "-created_at", "-id").values_list("id", "target"):
+            seen[target] = seen.get(target, 0) + 1
+            if seen[target] > keep:
+                chosen.add(run_id)
+    if not chosen:
         return []
-    finished = Run.objects.filter(state=RunState.FINISHED, snapshots_pruned_at__isnull=True).order_by(
-        "target", "-created_at", "-id"
-    )
-    seen: dict[str, int] = {}
-    chosen = []
-    for run_id, target in finished.values_list("id", "target"):
-        seen[target] = seen.get(target, 0) + 1
-        if seen[target] > keep:
-            chosen.append(run_id)
-    with_snapshots = set(
-        PassResult.objects.filter(run_pass__run_id__in=chosen).values_list("run_pass__run_id", flat=True)
-    )
-    return [run_id for run_id in chosen if run_id in with_snapshots]
+    # which of them still hold snapshots: one query whatever their number (no list of ids)
+    holding = PassResult.objects.filter(run_pass__run__in=finished).values_list("run_pass__run_id", flat=True)
+    return sorted(chosen & set(holding.distinct()))
 
 
-def prune(*, keep: int, dry_run: bool = False) -> Pruned:
-    """Drop the snapshots of each recipe's runs beyond the newest `keep` finished ones, then the
-    contents nothing points at any more (a content still in a kept snapshot stays)."""
-    run_ids = runs_to_prune(keep)
-    rows = PassResult.objects.filter(run_pass__run_id__in=run_ids)
-    files = rows.count()
+MANY = 900  # ids one query names at most (older SQLite builds allow 999 variables)
+
+
+def prune(*, keep: int, before: datetime | None = None, dry_run: bool = False, batch: int = 500) -> Pruned:
+    """Drop the snapshots of each recipe's runs beyond the newest `keep` finished ones (and of
+    the runs that ended before `before`), then the contents nothing points at any more (a
+    content still in a kept snapshot stays). Rows go `batch` runs per transaction."""
+    run_ids = runs_to_prune(keep, before=before)
+    files = sum(
+        PassResult.objects.filter(run_pass__run_id__in=chunk).count() for chunk in _chunks(run_ids, min(batch, MANY))
+    )
     if dry_run:
-        still = PassResult.objects.exclude(run_pass__run_id__in=run_ids).filter(blob=OuterRef("pk"))
-        orphans = ResultBlob.objects.exclude(Exists(still))
-        return Pruned(len(run_ids), files, orphans.count(), sum(orphans.values_list("size", flat=True)))
-    with transaction.atomic():
-        rows.delete()
-        Run.objects.filter(pk__in=run_ids).update(snapshots_pruned_at=timezone.now())
+        blobs, freed = _orphans_after(set(run_ids))
+        return Pruned(len(run_ids), files, blobs, freed)
+    for chunk in _chunks(run_ids, min(batch, MANY)):
+        with transaction.atomic():  # a short transaction each: a worker's settle never waits long
+            # still finished: a grant may have sent one back to work since it was chosen
+            chunk = list(Run.objects.filter(pk__in=chunk, state=RunState.FINISHED).values_list("id", flat=True))
+            PassResult.objects.filter(run_pass__run_id__in=chunk).delete()
+            Run.objects.filter(pk__in=chunk).update(snapshots_pruned_at=timezone.now())
     blobs, freed = _drop_orphans()
     return Pruned(len(run_ids), files, blobs, freed)
+
+
+def _orphans_after(doomed: set[int]) -> tuple[int, int]:
+    """(contents, bytes) nothing would point at once the snapshots of `doomed` runs are gone: the
+    contents no snapshot points at now, and those only the doomed runs' snapshots point at. Reads
+    the doomed runs' contents and their holders only, `MANY` ids a query."""
+    unused = ResultBlob.objects.exclude(Exists(PassResult.objects.filter(blob=OuterRef("pk"))))
+    sizes = list(unused.values_list("size", flat=True))
+    candidates: set[int] = set()
+    for chunk in _chunks(sorted(doomed), MANY):
+        rows = PassResult.objects.filter(run_pass__run_id__in=chunk, blob__isnull=False)
+        candidates.update(rows.values_list("blob_id", flat=True))
+    kept = set()
+    for chunk in _chunks(sorted(candidates), MANY):
+        holders = PassResult.objects.filter(blob_id__in=chunk).values_list("blob_id", "run_pass__run_id")
+        kept.update(blob_id for blob_id, run_id in holders if run_id not in doomed)
+    for chunk in _chunks(sorted(candidates - kept), MANY):
+        sizes += ResultBlob.objects.filter(pk__in=chunk).values_list("size", flat=True)
+    return len(sizes), sum(sizes)
+
+
+def _chunks(items: list, size: int):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _drop_orphans() -> tuple[int, int]:

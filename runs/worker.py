@@ -24,6 +24,7 @@ from runs.rejudge import rejudge_execute, rejudges_sweep_lost
 from runs.report import write_report
 from runs.services import enqueue_run, runs_sweep_lost
 from runs.wiring import arm_run
+from rysh_site import tracing
 
 log = logging.getLogger(__name__)
 
@@ -153,12 +154,13 @@ def execute(run_id: int, armed_for) -> None:
     settle_pending_steps(run)
     run.refresh_from_db()
     # the heartbeat starts before arming: a web run may wait for its browser profile
-    with Heartbeat(run_id):
+    with Heartbeat(run_id), tracing.session(run):
         try:
             armed = armed_for(run)
         except Exception as exc:  # e.g. the recipe's script or API key went away since start
             finish_run(run, f"error: {exc}")
             return
+        tracing.trace_model(run, armed)
         events.record(run, "running", f"running on {armed.model.label}", model=armed.model.label)
         for note in getattr(armed.tools, "notes", []):
             events.record(run, "note", note)

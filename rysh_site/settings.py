@@ -178,9 +178,10 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 # The live hub tails the RunEvent log, once per web process (needed when no Redis carries
 # workers' pushes), RYSH_LIVE_POLL_MS apart. On SQLite an idle tick is one PRAGMA on the event
-# loop (no thread, no table read), so the interval can be short: it is half the mean latency.
+# loop (no thread, no table read), so the interval can be short: half of it is the mean wait
+# (docs/benchmarks/live.md measures 25 ms against 50).
 RYSH_LIVE_TAIL = envbool("RYSH_LIVE_TAIL", not REDIS_URL)
-RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 50, minimum=20)
+RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 25, minimum=20)
 # An open websocket checks its session, its user's active flag and roles this often (and at once
 # when a web process records a logout or a role change): a session that ended closes it, other
 # roles change what it is sent (runs/consumers.py).
@@ -373,6 +374,16 @@ RYSH_SNAPSHOTS_DIR = Path(envstr("RYSH_SNAPSHOTS_DIR", str(DATA_DIR / "snapshots
 RYSH_SNAPSHOT_KEEP_RUNS = envint("RYSH_SNAPSHOT_KEEP_RUNS", 0, minimum=0)
 # A result file larger than this is listed in its snapshot (name, size) but not kept.
 RYSH_SNAPSHOT_FILE_MAX_BYTES = envint("RYSH_SNAPSHOT_FILE_MAX_BYTES", 64 * 1024 * 1024, minimum=0)
+# Retention (ops/retention.py, docs/retention.md): days each kind of data is kept after its run
+# finished (after it was made, for deliveries and the audit log); 0 keeps it forever. A run's
+# row, totals, passes, verdicts, report and ledger are kept forever whatever these say.
+RYSH_KEEP_STEPS_DAYS = envint("RYSH_KEEP_STEPS_DAYS", 90, minimum=0)  # steps, messages, events
+RYSH_KEEP_MEDIA_DAYS = envint("RYSH_KEEP_MEDIA_DAYS", 30, minimum=0)  # screenshots and videos
+RYSH_KEEP_SNAPSHOTS_DAYS = envint("RYSH_KEEP_SNAPSHOTS_DAYS", 180, minimum=0)  # result snapshots
+RYSH_KEEP_DELIVERIES_DAYS = envint("RYSH_KEEP_DELIVERIES_DAYS", 30, minimum=0)  # notifications, push hooks
+RYSH_KEEP_AUDIT_DAYS = envint("RYSH_KEEP_AUDIT_DAYS", 730, minimum=0)  # the audit log
+# rows deleted per transaction: each batch is short, so a worker's settle never waits long
+RYSH_PRUNE_BATCH = envint("RYSH_PRUNE_BATCH", 500, minimum=1)
 # Re-judge (review): how many past passes at most, and the hard token ceiling of one re-judge.
 RYSH_REJUDGE_MAX_PASSES = envint("RYSH_REJUDGE_MAX_PASSES", 50, minimum=1)
 RYSH_REJUDGE_MAX_TOKENS = envint("RYSH_REJUDGE_MAX_TOKENS", 500_000, minimum=1000)
@@ -414,6 +425,15 @@ RYSH_SANDBOX_PATH = envstr("RYSH_SANDBOX_PATH", "/usr/local/sbin:/usr/local/bin:
 RYSH_MCP_CONNECT_TIMEOUT = envint("RYSH_MCP_CONNECT_TIMEOUT", 20, minimum=1)
 RYSH_MCP_CALL_TIMEOUT = envint("RYSH_MCP_CALL_TIMEOUT", 60, minimum=1)
 RYSH_MCP_RESULT_CHARS = envint("RYSH_MCP_RESULT_CHARS", 100_000, minimum=1000)
+
+# OpenTelemetry traces of every run (rysh_site/tracing.py, docs/tracing.md): on when the standard
+# OTLP endpoint variables name a receiver (the exporter reads every OTEL_* variable itself) and
+# the SDK is not disabled; prompt, result and argument text only with the GenAI conventions'
+# content-capture switch
+RYSH_TRACES = bool(envstr("OTEL_EXPORTER_OTLP_ENDPOINT") or envstr("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) and (
+    envstr("OTEL_SDK_DISABLED").strip().lower() != "true"
+)
+RYSH_TRACES_CAPTURE_CONTENT = envstr("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT").strip().lower() == "true"
 
 LOGGING = {
     "version": 1,

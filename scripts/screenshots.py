@@ -59,11 +59,21 @@ def coding_shots(stack, browser, out: Path, logins: dict[str, str]) -> None:
     shoot(page, out, "coding-diff", max_height=1200)
 
 
+def storage_shot(stack, browser, out: Path, logins: dict[str, str], *, run_first: bool = False) -> None:
+    """The admin's Storage page (docs: Retention) after finished runs: what each kind takes."""
+    if run_first:
+        stack.manage("auto", "task", "run", "reading-list", "storage", "--wait", timeout=120)
+    page = browser.new_context(viewport={"width": WIDTH, "height": 900}).new_page()
+    login(page, stack.url, "demo", logins["demo"])
+    page.goto(stack.url + "/operations/storage/")
+    shoot(page, out, "storage", max_height=1600)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     parser.add_argument("--keep", action="store_true", help="keep the temp data folder (its path is printed)")
-    parser.add_argument("--only", choices=["coding"], help="take only these screenshots")
+    parser.add_argument("--only", choices=["coding", "storage"], help="take only these screenshots")
     options = parser.parse_args()
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -77,6 +87,12 @@ def main() -> int:
             with sync_playwright() as pw:
                 browser = launch_chromium(pw)
                 coding_shots(stack, browser, out, logins)
+                browser.close()
+            return 0
+        if options.only == "storage":
+            with sync_playwright() as pw:
+                browser = launch_chromium(pw)
+                storage_shot(stack, browser, out, logins, run_first=True)
                 browser.close()
             return 0
         # a team's daily quota, roomy enough for the demo: the Spend page and the home page show its bar
@@ -172,6 +188,7 @@ def main() -> int:
             page.goto(stack.url + "/spend/")
             shoot(page, out, "spend", max_height=1600)
             coding_shots(stack, browser, out, logins)
+            storage_shot(stack, browser, out, logins)
             browser.close()
     except Exception:
         for name in ("daphne", "qcluster"):

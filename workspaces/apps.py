@@ -1,26 +1,9 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
-
-PRUNE_SCHEDULE = "rysh: prune working copies"
-
-
-def ensure_prune_schedule(sender, **kwargs) -> None:
-    """RYSH_WORKSPACE_KEEP_DAYS applies by itself: the workers prune old copies every hour."""
-    from django_q.models import Schedule  # models load after the app registry is ready
-
-    Schedule.objects.update_or_create(
-        name=PRUNE_SCHEDULE,
-        defaults={
-            "func": "django.core.management.call_command",
-            "args": "'prune_workspaces'",
-            "schedule_type": Schedule.HOURLY,
-            "repeats": -1,
-        },
-    )
 
 
 class WorkspacesConfig(AppConfig):
-    """Coding loops (SPEC §11): a run's own working copy, its diff, keep and discard."""
+    """Coding loops (SPEC §11): a run's own working copy, its diff, keep and discard. Old copies
+    are removed by the daily retention schedule (ops/apps.py, RYSH_WORKSPACE_KEEP_DAYS)."""
 
     name = "workspaces"
     default_auto_field = "django.db.models.BigAutoField"
@@ -30,4 +13,3 @@ class WorkspacesConfig(AppConfig):
         from workspaces.checks import workdir_issues  # reads settings: after the registry is ready
 
         register(workdir_issues)
-        post_migrate.connect(ensure_prune_schedule, sender=self)

@@ -234,16 +234,22 @@ def _person(user):
     return user if getattr(user, "is_authenticated", False) else None
 
 
-def workspaces_prune(*, days: int | None = None, dry_run: bool = False, now=None) -> list[str]:
-    """Remove the copies of runs that finished more than `days` ago (RYSH_WORKSPACE_KEEP_DAYS)
-    and nobody kept; 0 keeps them all."""
+def workspaces_due(*, days: int | None = None, now=None) -> list[Workspace]:
+    """The copies retention removes next: of runs that finished more than `days` ago
+    (RYSH_WORKSPACE_KEEP_DAYS) and that nobody kept; none when `days` is 0."""
     days = settings.RYSH_WORKSPACE_KEEP_DAYS if days is None else days
     if days <= 0:
         return []
     cutoff = (now or timezone.now()) - timedelta(days=days)
     old = Workspace.objects.filter(state=WorkspaceState.ACTIVE, run__ended_at__lt=cutoff).select_related("run")
+    return [w for w in old if w.run.is_finished]
+
+
+def workspaces_prune(*, days: int | None = None, dry_run: bool = False, now=None) -> list[str]:
+    """Remove the copies of runs that finished more than `days` ago (RYSH_WORKSPACE_KEEP_DAYS)
+    and nobody kept; 0 keeps them all."""
     said = []
-    for workspace in (w for w in old if w.run.is_finished):
+    for workspace in workspaces_due(days=days, now=now):
         said.append(f"run #{workspace.run_id}: working copy {workspace.home} ({workspace.branch})")
         if dry_run:
             continue

@@ -294,7 +294,7 @@ def test_it_catches_up_after_the_socket_drops(stack, as_user):
     shown = page.inner_text("#run-steps")
     stack.manage("auto", "task", "cancel", f"#{pk}")
     stack.wait_run(pk, lambda r: r["state"] == "paused")
-    time.sleep(1.0)  # a connected page would have shown it by now (tail every 50 ms)
+    time.sleep(1.0)  # a connected page would have shown it by now (tail every 25 ms)
     assert page.inner_text("#run-state") == "running pass"  # stale: nothing reaches it
 
     switch.on()

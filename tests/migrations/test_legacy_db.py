@@ -70,7 +70,7 @@ ADDED = {
     "budgets_ledgerentry": ("rejudge_id",),
 }
 # columns added since with a default: the default on every old row
-DEFAULTED = {"automations_step": {"thinking_blocks": 0, "thinking": ""}}
+DEFAULTED = {"automations_step": {"thinking_blocks": 0, "thinking": ""}, "automations_run": {"trace_context": "{}"}}
 # columns added since and filled from what was there: whose quota counted a run's calls (its
 # starter's, until a person continues or grants it)
 FILLED = {"automations_run": ("charged_to_id",), "budgets_ledgerentry": ("charged_to_id",)}
@@ -202,11 +202,10 @@ def test_the_models_read_the_adopted_rows_and_queued_work_finds_its_new_entry_po
         "turns": [26, 4],
         "change": [1],
         "schedule": ["schedules.tasks.scheduled_run"],
-        "funcs": [  # the hourly clearsessions, prune_snapshots and prune_workspaces are added on migrate
+        "funcs": [  # the hourly clearsessions and the daily retention prune are added on migrate
             "catalogue.tasks.sync_task",
             "django.core.management.call_command",
-            "django.core.management.call_command",
-            "django.core.management.call_command",
+            "ops.retention.prune_scheduled",
             "runs.worker.sweep_lost_runs",
             "schedules.tasks.scheduled_run",
         ],

@@ -11,8 +11,8 @@ from django_q.models import Schedule
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ops.apps import RETENTION_SCHEDULE
 from runs import selectors, snapshots
-from runs.apps import SNAPSHOTS_SCHEDULE
 from runs.models import Pass, PassResult, ResultBlob, Run
 from runs.report import render_report
 from tests.conftest import drive
@@ -260,13 +260,13 @@ def test_it_stores_each_distinct_content_once_and_gives_each_pass_back_its_files
     run.delete()
 
 
-def test_the_workers_prune_every_hour_by_the_setting(start, settings):
-    """The setting applies by itself: an hourly django-q2 schedule runs the command."""
+def test_the_workers_prune_every_day_by_the_setting(start, settings):
+    """The setting applies by itself: the daily retention schedule (ops/apps.py) applies it."""
     for i in range(3):
         one_pass_run(start, f"run {i}")
     settings.RYSH_SNAPSHOT_KEEP_RUNS = 1
-    schedule = Schedule.objects.get(name=SNAPSHOTS_SCHEDULE)
-    assert schedule.schedule_type == Schedule.HOURLY
-    import_string(schedule.func)(*eval(f"({schedule.args},)"))  # as django-q2 calls it
+    schedule = Schedule.objects.get(name=RETENTION_SCHEDULE)
+    assert schedule.schedule_type == Schedule.DAILY
+    import_string(schedule.func)()  # as django-q2 calls it
     assert Run.objects.filter(snapshots_pruned_at__isnull=False).count() == 2
     assert ResultBlob.objects.count() == 1
