@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -29,12 +30,14 @@ from agents.anthropic_model import AnthropicModel
 from agents.ports import ModelError, ModelRequest
 from notify.models import Channel, Delivery
 from ops import metrics as figures
+from ops.retention import retention_prune
 from runs import events
-from runs.models import LedgerEntry, Pass, Run, RunEvent, RunState, WorkerBeat
+from runs.models import LedgerEntry, Pass, Run, RunEvent, RunState, Step, WorkerBeat
 from rysh_site import metrics
 from spend.models import Quota
 from tests.e2e.stack import ROOT, Stack, free_port, wait_for_port
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.ops.factory import make_runs
 from tests.runs.test_consumers import ORIGIN, connect, session_cookie
 from tests.runs.test_consumers import make_run as consumer_run
 
@@ -526,3 +529,20 @@ def test_a_scraper_that_asks_for_openmetrics_gets_it(client, settings):
     assert answer.status_code == 200
     assert answer["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
     assert answer.content.decode().endswith("# EOF\n")
+
+
+@pytest.mark.django_db
+def test_a_prune_leaves_every_figure_but_the_deliveries_kept(settings):
+    """Retention (ops/retention.py) removes old runs' steps, messages and events: the figures
+    read summaries (runs, passes, the ledger, detached from its steps), so none of them moves."""
+    make_runs(6, ended=timezone.now() - timedelta(days=400), tag="ancient")
+    make_runs(2, ended=timezone.now() - timedelta(days=1), tag="recent")
+
+    def database_figures() -> dict:
+        return {k: v for k, v in samples(figures.exposition()[0].decode()).items() if k[0] != "rysh_deliveries"}
+
+    before = database_figures()
+    assert value(before, "rysh_tokens_total") > 0 and value(before, "rysh_passes_total") == 8
+    pruned = retention_prune()
+    assert pruned.total.rows > 0 and not Step.objects.filter(run_pass__run__name__startswith="ancient").exists()
+    assert database_figures() == before
