@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 REDIS_URL = "redis://127.0.0.1:6379/12"
+METRICS_TOKEN = "bench-live-metrics"  # each side serves /metrics: the push latency as the server sees it
 WARMUP = 3  # first samples of each writer, not counted (connection set-up)
 IDLE_SECONDS = 20  # each idle CPU window
 RUNS = 4  # demo runs per batch: copies of the demo's reading-list (one active run per recipe)
@@ -435,7 +436,10 @@ class Side:
         from tests.e2e.stack import Stack
 
         self.name, self.label = name, label
-        self.stack = Stack(redis_url=redis_url, extra_env={"LOG_LEVEL": "WARNING"})
+        self.stack = Stack(
+            redis_url=redis_url,
+            extra_env={"LOG_LEVEL": "WARNING", "RYSH_METRICS": "true", "RYSH_METRICS_TOKEN": METRICS_TOKEN},
+        )
         self.run_id = 0
         self.page = None
         self.offset = 0.0
@@ -445,6 +449,7 @@ class Side:
         self.swaps: list[float] = []  # the message arrives -> the DOM updated (htmx's swap)
         self.missed = 0
         self.fragment_ms = 0.0
+        self.metric = ""
 
     def prepare(self) -> None:
         """Migrate, seed, serve, and finish one demo run to look at (then stop the worker)."""
@@ -537,6 +542,41 @@ class Side:
 
     def row(self) -> str:
         return self._row(self.label, self.latencies, self.missed)
+
+    def pushed(self) -> str:
+        """The server's own figure: rysh_live_push_seconds from /metrics (event written -> the new
+        HTML handed to the sockets), its quantiles interpolated in the histogram's buckets."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        request = Request(f"{self.stack.url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+        text = build_opener().open(request, timeout=10).read().decode()
+        buckets: dict[float, float] = {}
+        for family in text_string_to_metric_families(text):
+            if family.name == "rysh_live_push_seconds":
+                for sample in family.samples:
+                    if sample.name.endswith("_bucket"):
+                        bound = float(sample.labels["le"])
+                        buckets[bound] = buckets.get(bound, 0.0) + sample.value
+        bounds = sorted(buckets)
+        total = buckets.get(float("inf"), 0.0)
+        if not total:
+            return f"    {'  by the metric: written -> sent to sockets':<44} (no samples)"
+
+        def quantile(q: float) -> float:
+            rank, lower, below = q * total, 0.0, 0.0
+            for bound in bounds:
+                if buckets[bound] >= rank:
+                    if bound == float("inf"):
+                        return lower * 1000
+                    share = (rank - below) / max(buckets[bound] - below, 1e-9)
+                    return (lower + (bound - lower) * share) * 1000
+                lower, below = bound, buckets[bound]
+            return lower * 1000
+
+        return (
+            f"    {'  by the metric: written -> sent to sockets':<44} {quantile(0.5):7.1f} {quantile(0.9):7.1f} "
+            f"{quantile(0.99):7.1f}   (rysh_live_push_seconds, {int(total)} pushes, interpolated in its buckets)"
+        )
 
     def parts(self) -> str:
         """Where the time goes: the server's part and the browser's (htmx's swap)."""
@@ -647,6 +687,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(1.0)  # the last marker's way to the DOM
             for side, stdout in zip(sides, outputs):
                 side.collect(stdout)
+                side.metric = side.pushed()
             browser.close()
         team = None
         if not options.latency_only:
@@ -676,6 +717,7 @@ def main(argv: list[str] | None = None) -> int:
     for side in sides:
         print(side.row())
         print(side.parts())
+        print(side.metric)
     if redis_skip:
         print(f"    Redis: skipped — {REDIS_URL} does not answer ({redis_skip})")
     f = fragment  # a 200 ms poll waits U(0, 200 ms), then fetches a snapshot
