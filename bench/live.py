@@ -635,6 +635,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--latency-only", action="store_true", help="measure the latency only (no pages at scale, no open dashboards)"
     )
+    parser.add_argument(
+        "--apart", action="store_true", help="measure the sides' latency one after the other, not at the same time"
+    )
     parser.add_argument("--writer", nargs=6, help=argparse.SUPPRESS)
     parser.add_argument("--pages", nargs="+", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--runs", nargs=2, help=argparse.SUPPRESS)
@@ -676,14 +679,18 @@ def main(argv: list[str] | None = None) -> int:
             version = chromium_version(browser)
             for side in sides:
                 side.open(browser)
-            writers = [side.start_writer(samples, seed=11 + n, gap=(0.25, 0.45)) for n, side in enumerate(sides)]
+            # together: both writers at once (each side's figures carry the other's load); apart:
+            # one side's writer after the other's (each side measured on an otherwise quiet machine)
+            batches = [list(enumerate(sides))] if not options.apart else [[pair] for pair in enumerate(sides)]
             outputs = []
-            for proc in writers:
-                stdout, stderr = proc.communicate(timeout=60 + samples * 1.0)
-                if proc.returncode != 0:
-                    print(stderr, file=sys.stderr)
-                    return 1
-                outputs.append(stdout)
+            for batch in batches:
+                writers = [side.start_writer(samples, seed=11 + n, gap=(0.25, 0.45)) for n, side in batch]
+                for proc in writers:
+                    stdout, stderr = proc.communicate(timeout=60 + samples * 1.0)
+                    if proc.returncode != 0:
+                        print(stderr, file=sys.stderr)
+                        return 1
+                    outputs.append(stdout)
             time.sleep(1.0)  # the last marker's way to the DOM
             for side, stdout in zip(sides, outputs):
                 side.collect(stdout)
@@ -711,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     print("latency, event committed in a writer process -> the browser's DOM updated (ms)")
     print(
         f"    page /runs/<id>/ of a finished demo run (2 passes, 17 steps), {samples} samples a side, "
-        f"random gaps of 250-450 ms"
+        f"random gaps of 250-450 ms, {'one side after the other' if options.apart else 'both sides at once'}"
     )
     print(f"    {'path':<44} {'p50':>7} {'p90':>7} {'p99':>7} {'mean':>7} {'min':>7} {'max':>7} {'n':>5} {'lost':>4}")
     for side in sides:

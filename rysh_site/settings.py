@@ -125,6 +125,9 @@ else:
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,
             },
+            # A connection is kept for a minute, as with PostgreSQL: opened afresh, SQLite reads
+            # the whole schema again at its first query, which was a third of a live push's render.
+            "CONN_MAX_AGE": 60,
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
