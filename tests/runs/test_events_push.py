@@ -3,8 +3,10 @@ a worker pushes once a step, and a new connection per push cost ~6 ms. A forked 
 workers are forks of the cluster) starts a loop of its own; a push that cannot reach Redis is
 logged and dropped, never raised into the engine."""
 
+import functools
 import multiprocessing
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
@@ -22,6 +24,19 @@ def redis_layer(settings, redis_url):
     return get_channel_layer()
 
 
+def in_own_thread(test):
+    """The test's body in a thread of its own: in the whole suite Playwright's sync API (the e2e
+    tests' browser, session-wide) keeps an event loop running in the main thread, where
+    async_to_sync is refused."""
+
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(test, *args, **kwargs).result()
+
+    return wrapper
+
+
 def received_since(url: str) -> int:
     return redis.Redis.from_url(url).info("stats")["total_connections_received"]
 
@@ -32,6 +47,7 @@ def listen(layer) -> str:
     return channel
 
 
+@in_own_thread
 def test_it_reuses_one_connection_for_every_push(redis_layer, redis_url):
     events.push(1, None, "warm")  # the loop and its connection, once
     before = received_since(redis_url)
@@ -40,6 +56,7 @@ def test_it_reuses_one_connection_for_every_push(redis_layer, redis_url):
     assert received_since(redis_url) - before <= 1  # the probe's own connection
 
 
+@in_own_thread
 def test_each_push_arrives_in_order(redis_layer):
     channel = listen(redis_layer)
     for n in range(5):
@@ -56,6 +73,7 @@ def _child_push(run_id: int) -> None:
     os._exit(0)
 
 
+@in_own_thread
 def test_a_forked_child_pushes_through_a_loop_of_its_own(redis_layer):
     events.push(1, None, "the parent's loop exists before the fork")
     parent_loop = events._loop
@@ -68,6 +86,7 @@ def test_a_forked_child_pushes_through_a_loop_of_its_own(redis_layer):
     assert events._loop is parent_loop  # the parent's is untouched
 
 
+@in_own_thread
 def test_a_push_that_cannot_reach_redis_is_logged_not_raised(settings, caplog, monkeypatch):
     settings.CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]}}

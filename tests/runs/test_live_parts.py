@@ -3,6 +3,7 @@ socket that has its first state is sent only the elements whose HTML changed, an
 the newest HTML of each element. Anything that does not split cleanly goes whole, as before."""
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
@@ -88,7 +89,8 @@ def test_an_outbox_keeps_the_newest_html_of_each_element_in_order():
         await asyncio.sleep(0.01)
         task.cancel()
 
-    asyncio.run(go())
+    with ThreadPoolExecutor(max_workers=1) as pool:  # in the whole suite Playwright's loop runs in this thread
+        pool.submit(asyncio.run, go()).result()
     assert sent == ["<i id=a>3</i><i id=b>2</i>"]
 
 
