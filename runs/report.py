@@ -88,10 +88,12 @@ def render_report(run) -> str:
         "| pass | verdict | judge's reason | result (as kept) | tokens | task stop | wrap-up |",
         "|---|---|---|---|---|---|---|",
     ]
-    for p in run.passes.order_by("number"):
+    passes = list(run.passes.order_by("number"))
+    judged = snapshots.judged_results([p for p in passes if p.snapshot_at])
+    for p in passes:
         reason = _cell(p.reason or "")
         lines.append(
-            f"| {p.number} | {p.verdict or '-'} | {reason or '-'} | {_kept(p)} | {p.tokens_counted} | "
+            f"| {p.number} | {p.verdict or '-'} | {reason or '-'} | {_kept(p, judged.get(p.pk))} | {p.tokens_counted} | "
             f"{p.task_stop or '-'} | {p.wrap_up_stop or ('-' if not p.takeover_used else 'running')} |"
         )
     return "\n".join(lines) + "\n"
@@ -130,10 +132,10 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _kept(run_pass) -> str:
-    """The result the pass's snapshot kept for the judge, with the first digits of its content's
-    hash: the report names exactly what was judged, whatever the folder holds later."""
-    row = snapshots.judged_result(run_pass) if run_pass.snapshot_at else None
+def _kept(run_pass, row) -> str:
+    """The result the pass's snapshot kept for the judge (`row`, its judged result), with the
+    first digits of its content's hash: the report names exactly what was judged, whatever the
+    folder holds later."""
     if row is None:
         return _cell(run_pass.result_file) or "-"
     digest = f" sha256 {row.blob.sha256[:12]}" if row.blob else " (not kept: too large)"

@@ -180,6 +180,19 @@ def judged_result(run_pass: Pass) -> PassResult | None:
     return chosen or rows.order_by("-modified_at", "-name").first()
 
 
+def judged_results(passes: list[Pass]) -> dict[int, PassResult | None]:
+    """judged_result of each pass (by its id), in one query: a run's report names every pass's."""
+    rows: dict[int, list[PassResult]] = {p.pk: [] for p in passes}
+    for row in PassResult.objects.filter(run_pass__in=list(rows)).select_related("blob"):
+        rows[row.run_pass_id].append(row)
+    judged = {}
+    for p in passes:
+        chosen = next((row for row in rows[p.pk] if row.name == p.result_file), None) if p.result_file else None
+        newest = max(rows[p.pk], key=lambda row: (row.modified_at, row.name), default=None)
+        judged[p.pk] = chosen or newest
+    return judged
+
+
 def judge_input(run_pass: Pass) -> tuple[str, str] | None:
     """(name, text) of the pass's judged result, read up to the judge's cap: what the judge (and
     a re-judge) is sent. None when the pass kept no readable result."""

@@ -1,11 +1,13 @@
 """Per-pass result snapshots (runs/snapshots.py): kept by content, never changed by a later run,
 read by the run page, the file viewer, the report and the judge; pruned by retention."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.utils import timezone
 from django.utils.module_loading import import_string
 from django_q.models import Schedule
 from hypothesis import HealthCheck, given, settings
@@ -270,3 +272,35 @@ def test_the_workers_prune_every_day_by_the_setting(start, settings):
     import_string(schedule.func)()  # as django-q2 calls it
     assert Run.objects.filter(snapshots_pruned_at__isnull=False).count() == 2
     assert ResultBlob.objects.count() == 1
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", "a.md", "b.md", "gone.md"]),  # the pass's result_file
+            st.lists(st.tuples(st.sampled_from(["a.md", "b.md", "c.md"]), st.integers(0, 3)), max_size=4),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_the_reports_one_query_picks_what_each_pass_alone_would(shapes):
+    """judged_results (one query for a whole report) == judged_result of each pass: the result
+    file when the snapshot kept it, else the newest file (ties by name)."""
+    from tests.runs.test_consumers import make_run  # a bare run row; the module's own helpers drive whole runs
+
+    run = make_run(state="finished")  # finished: any number of them may share a recipe
+    when = timezone.now()
+    passes = []
+    for number, (result_file, files) in enumerate(shapes, start=1):
+        run_pass = Pass.objects.create(run=run, number=number, result_file=result_file)
+        for name, minutes in dict(files).items():  # a name once per pass
+            PassResult.objects.create(
+                run_pass=run_pass, name=name, size=1, modified_at=when + timedelta(minutes=minutes)
+            )
+        passes.append(run_pass)
+    batch = snapshots.judged_results(passes)
+    assert {pk: row and row.pk for pk, row in batch.items()} == {
+        p.pk: (snapshots.judged_result(p) or None) and snapshots.judged_result(p).pk for p in passes
+    }
