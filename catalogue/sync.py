@@ -28,8 +28,10 @@ from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
 from catalogue.repo import Change, Commit, GitRepo, RepoError, open_repo, redact, split_recipe_path
 from catalogue.signals import recipes_synced
 from catalogue.spec import Kind
+from rysh_site.chunks import chunks
 
 log = logging.getLogger(__name__)
+SYNC_CHUNK = 500  # names or commits one query reads at a time
 
 __all__ = ["SyncResult", "recipes_sync", "recipe_for_run", "parse_version", "RepoError"]
 
@@ -209,7 +211,7 @@ def _apply(seen: dict[str, _Seen], *, full: bool) -> tuple[int, int]:
     """Write what the walk found, in a handful of queries whatever the number of recipes."""
     by_target = {(e.kind, e.name): e for e in seen.values()}
     recipes = {}
-    for names in _chunks(sorted({n for _, n in by_target})):
+    for names in chunks(sorted({n for _, n in by_target}), SYNC_CHUNK):
         for recipe in Recipe.objects.filter(name__in=names):
             if (recipe.kind, recipe.name) in by_target:
                 recipes[(recipe.kind, recipe.name)] = recipe
@@ -243,7 +245,7 @@ def _version_ids(recipes: dict, by_target: dict) -> dict[tuple[int, str], tuple[
     shas = sorted({v.commit_sha for key in recipes for v in by_target[key].versions})
     wanted = {r.pk for r in recipes.values()}
     found = {}
-    for chunk in _chunks(shas):
+    for chunk in chunks(shas, SYNC_CHUNK):
         rows = RecipeVersion.objects.filter(commit_sha__in=chunk).values_list("recipe_id", "commit_sha", "id", "valid")
         for recipe_id, sha, pk, valid in rows:
             if recipe_id in wanted:
@@ -267,11 +269,6 @@ def _point(recipes: dict, by_target: dict, ids: dict) -> int:
             dirty.append(recipe)
     Recipe.objects.bulk_update(dirty, ["latest", "good", "archived", "path"], batch_size=500)
     return len(dirty)
-
-
-def _chunks(items: list, size: int = 500):
-    for at in range(0, len(items), size):
-        yield items[at : at + size]
 
 
 def _result(started: float, head: str, *, changed: int, versions: int, files_read: int) -> SyncResult:

@@ -36,11 +36,11 @@ from notify.models import Attempt, Delivery, DeliveryState
 from runs import snapshots
 from runs.models import LedgerEntry, Message, PassResult, ResultBlob, Run, RunEvent, RunState, Step
 from runs.selectors import PRUNED
+from rysh_site.chunks import MANY, chunks
 from workspaces.services import workspaces_due, workspaces_prune
 
 log = logging.getLogger(__name__)
 ACTION = "retention.prune"  # the audit entry every prune that removed something writes
-MANY = 900  # ids one query names at most (older SQLite builds allow 999 variables)
 
 
 # -- the cut-off (pure) -----------------------------------------------------------------------------
@@ -119,6 +119,10 @@ class Sizes:
         total = self.rows(model)
         table = (self.by_table or {}).get(model._meta.db_table, 0)
         return 0 if not total or not rows else round(table * min(rows, total) / total)
+
+    def measure(self, model: type[models.Model], rows: int) -> Measure:
+        """`rows` rows of `model`, with their estimated bytes."""
+        return Measure(rows=rows, row_bytes=self.estimate(model, rows))
 
     def held(self, *models_: type[models.Model]) -> Measure:
         rows = sum(self.rows(m) for m in models_)
@@ -251,8 +255,7 @@ def retention_plan(*, now: datetime | None = None, sizes: Sizes | None = None) -
 def _rows(sizes: Sizes, querysets) -> Measure:
     measure = Measure()
     for qs in querysets:
-        count = qs.count()
-        measure += Measure(rows=count, row_bytes=sizes.estimate(qs.model, count))
+        measure += sizes.measure(qs.model, qs.count())
     return measure
 
 
@@ -444,17 +447,14 @@ def _prune_steps(kind: KindPlan, now, batches: _Batches, sizes: Sizes) -> KindPl
     touched |= set(events.values_list("run_id", flat=True).distinct())
     measure = Measure()
     for qs, prepare in ((steps, _detach_ledger), (messages, None), (events, None)):
-        count = batches.delete(qs, prepare)
-        measure += Measure(rows=count, row_bytes=sizes.estimate(qs.model, count))
+        measure += sizes.measure(qs.model, batches.delete(qs, prepare))
     _mark(touched, ["steps"], f"steps, messages and events pruned (kept {kind.days} days)", batches)
     return _removed(kind, measure)
 
 
 def _mark(run_ids: set[int], what: list[str], message: str, batches: _Batches) -> None:
     """The run page says what went and when: one `pruned` event per run (kept by later prunes)."""
-    ordered = sorted(run_ids)
-    for start in range(0, len(ordered), batches.size):
-        chunk = ordered[start : start + batches.size]
+    for chunk in chunks(sorted(run_ids), batches.size):
         with transaction.atomic():
             finished = Run.objects.filter(pk__in=chunk, state=RunState.FINISHED).values_list("id", flat=True)
             RunEvent.objects.bulk_create(
@@ -468,9 +468,8 @@ def _prune_media(kind: KindPlan, now, batches: _Batches) -> KindPlan:
     if limit is None:
         return _removed(kind, Measure())
     measure, removed = Measure(), set()
-    folders = _media_folders(limit)
-    for start in range(0, len(folders), batches.size):
-        chunk = dict(folders[start : start + batches.size])
+    for batch in chunks(_media_folders(limit), batches.size):
+        chunk = dict(batch)
         # still finished: a grant may have sent one back to work since it was chosen
         still = set(Run.objects.filter(pk__in=list(chunk), state=RunState.FINISHED).values_list("id", flat=True))
         for run_id in sorted(still):
@@ -512,11 +511,9 @@ def _prune_deliveries(kind: KindPlan, now, batches: _Batches, sizes: Sizes) -> K
     if limit is None:
         return _removed(kind, Measure())
     done, attempts, hooks = _deliveries_querysets(limit)
-    attempt_count = attempts.count()  # they go with their deliveries (on_delete CASCADE)
-    measure = Measure(rows=attempt_count, row_bytes=sizes.estimate(Attempt, attempt_count))
+    measure = sizes.measure(Attempt, attempts.count())  # they go with their deliveries (on_delete CASCADE)
     for qs in (done, hooks):
-        count = batches.delete(qs)
-        measure += Measure(rows=count, row_bytes=sizes.estimate(qs.model, count))
+        measure += sizes.measure(qs.model, batches.delete(qs))
     return _removed(kind, measure)
 
 
@@ -525,7 +522,7 @@ def _prune_audit(kind: KindPlan, now, batches: _Batches, sizes: Sizes) -> KindPl
     if limit is None:
         return _removed(kind, Measure())
     count = batches.delete(_audit_queryset(limit), raw=lambda ids: _delete_audit(ids, limit))
-    return _removed(kind, Measure(rows=count, row_bytes=sizes.estimate(AuditEntry, count)))
+    return _removed(kind, sizes.measure(AuditEntry, count))
 
 
 def _delete_audit(ids: list[int], limit: datetime) -> None:
