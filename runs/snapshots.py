@@ -26,6 +26,7 @@ from django.utils import timezone
 from budgets.plan import JUDGE_RESULT_CAP_BYTES
 from runs.judge import result_files
 from runs.models import Pass, PassResult, ResultBlob, Run, RunState
+from rysh_site.chunks import MANY, chunks
 
 CHUNK = 1024 * 1024
 
@@ -174,10 +175,8 @@ def open_result(row: PassResult) -> BinaryIO | None:
 
 def judged_result(run_pass: Pass) -> PassResult | None:
     """The file the judge reads for this pass: its result file as the snapshot kept it, or the
-    snapshot's newest file."""
-    rows = run_pass.results.select_related("blob")
-    chosen = rows.filter(name=run_pass.result_file).first() if run_pass.result_file else None
-    return chosen or rows.order_by("-modified_at", "-name").first()
+    snapshot's newest file (ties by name)."""
+    return judged_results([run_pass])[run_pass.pk]
 
 
 def judged_results(passes: list[Pass]) -> dict[int, PassResult | None]:
@@ -241,21 +240,18 @@ def runs_to_prune(keep: int, *, before: datetime | None = None) -> list[int]:
     return sorted(chosen & set(holding.distinct()))
 
 
-MANY = 900  # ids one query names at most (older SQLite builds allow 999 variables)
-
-
 def prune(*, keep: int, before: datetime | None = None, dry_run: bool = False, batch: int = 500) -> Pruned:
     """Drop the snapshots of each recipe's runs beyond the newest `keep` finished ones (and of
     the runs that ended before `before`), then the contents nothing points at any more (a
     content still in a kept snapshot stays). Rows go `batch` runs per transaction."""
     run_ids = runs_to_prune(keep, before=before)
     files = sum(
-        PassResult.objects.filter(run_pass__run_id__in=chunk).count() for chunk in _chunks(run_ids, min(batch, MANY))
+        PassResult.objects.filter(run_pass__run_id__in=chunk).count() for chunk in chunks(run_ids, min(batch, MANY))
     )
     if dry_run:
         blobs, freed = _orphans_after(set(run_ids))
         return Pruned(len(run_ids), files, blobs, freed)
-    for chunk in _chunks(run_ids, min(batch, MANY)):
+    for chunk in chunks(run_ids, min(batch, MANY)):
         with transaction.atomic():  # a short transaction each: a worker's settle never waits long
             # still finished: a grant may have sent one back to work since it was chosen
             chunk = list(Run.objects.filter(pk__in=chunk, state=RunState.FINISHED).values_list("id", flat=True))
@@ -272,21 +268,16 @@ def _orphans_after(doomed: set[int]) -> tuple[int, int]:
     unused = ResultBlob.objects.exclude(Exists(PassResult.objects.filter(blob=OuterRef("pk"))))
     sizes = list(unused.values_list("size", flat=True))
     candidates: set[int] = set()
-    for chunk in _chunks(sorted(doomed), MANY):
+    for chunk in chunks(sorted(doomed), MANY):
         rows = PassResult.objects.filter(run_pass__run_id__in=chunk, blob__isnull=False)
         candidates.update(rows.values_list("blob_id", flat=True))
     kept = set()
-    for chunk in _chunks(sorted(candidates), MANY):
+    for chunk in chunks(sorted(candidates), MANY):
         holders = PassResult.objects.filter(blob_id__in=chunk).values_list("blob_id", "run_pass__run_id")
         kept.update(blob_id for blob_id, run_id in holders if run_id not in doomed)
-    for chunk in _chunks(sorted(candidates - kept), MANY):
+    for chunk in chunks(sorted(candidates - kept), MANY):
         sizes += ResultBlob.objects.filter(pk__in=chunk).values_list("size", flat=True)
     return len(sizes), sum(sizes)
-
-
-def _chunks(items: list, size: int):
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _drop_orphans() -> tuple[int, int]:

@@ -285,8 +285,8 @@ def test_the_workers_prune_every_day_by_the_setting(start, settings):
         max_size=4,
     )
 )
-def test_the_reports_one_query_picks_what_each_pass_alone_would(shapes):
-    """judged_results (one query for a whole report) == judged_result of each pass: the result
+def test_the_judged_result_is_the_result_file_else_the_newest(shapes):
+    """judged_results (one query for a whole report) and judged_result (one pass) pick the result
     file when the snapshot kept it, else the newest file (ties by name)."""
     from tests.runs.test_consumers import make_run  # a bare run row; the module's own helpers drive whole runs
 
@@ -300,7 +300,16 @@ def test_the_reports_one_query_picks_what_each_pass_alone_would(shapes):
                 run_pass=run_pass, name=name, size=1, modified_at=when + timedelta(minutes=minutes)
             )
         passes.append(run_pass)
+
+    def expected(p: Pass) -> int | None:
+        """The rule, said with the database's own ordering: the result file, else the newest."""
+        rows = p.results.all()
+        chosen = rows.filter(name=p.result_file).first() if p.result_file else None
+        row = chosen or rows.order_by("-modified_at", "-name").first()
+        return row and row.pk
+
     batch = snapshots.judged_results(passes)
-    assert {pk: row and row.pk for pk, row in batch.items()} == {
-        p.pk: (snapshots.judged_result(p) or None) and snapshots.judged_result(p).pk for p in passes
+    assert {pk: row and row.pk for pk, row in batch.items()} == {p.pk: expected(p) for p in passes}
+    assert {p.pk: (snapshots.judged_result(p) or None) and snapshots.judged_result(p).pk for p in passes} == {
+        p.pk: expected(p) for p in passes
     }
