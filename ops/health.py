@@ -69,20 +69,20 @@ def beat(key: str, value: str) -> None:
         log.warning("worker heartbeat not written", exc_info=True)
 
 
-class OrmBroker(ORM):
+class _Beating:
+    """A django-q2 broker whose cluster stats also leave a WorkerBeat row."""
+
+    def set_stat(self, key: str, value: str, timeout: int):
+        super().set_stat(key, value, timeout)
+        beat(key, value)
+
+
+class OrmBroker(_Beating, ORM):
     """django-q2's ORM broker, whose cluster stats also leave a WorkerBeat row."""
 
-    def set_stat(self, key: str, value: str, timeout: int):
-        super().set_stat(key, value, timeout)
-        beat(key, value)
 
-
-class RedisBroker(Redis):
+class RedisBroker(_Beating, Redis):
     """django-q2's Redis broker, whose cluster stats also leave a WorkerBeat row."""
-
-    def set_stat(self, key: str, value: str, timeout: int):
-        super().set_stat(key, value, timeout)
-        beat(key, value)
 
 
 # --- the checks: each returns "ok" or a short fixed reason ------------------------------------
@@ -126,7 +126,7 @@ def forget_migrations() -> None:
 def check_broker() -> str:
     """The task queue answers: Redis's PING, or the ORM broker's table."""
     if settings.REDIS_URL:
-        return _bounded(_redis_ping)
+        return _bounded(_redis_ping, failed="unreachable")
     try:
         OrmQ.objects.using(Conf.ORM).filter(pk=0).exists()
     except Exception:
@@ -138,11 +138,16 @@ def _redis_ping() -> str:
     return "ok" if Redis.get_connection().ping() else "unreachable"
 
 
+def workers_seen():
+    """The worker clusters with a heartbeat within RYSH_READY_WORKER_SECONDS (also /metrics')."""
+    since = timezone.now() - timedelta(seconds=settings.RYSH_READY_WORKER_SECONDS)
+    return WorkerBeat.objects.filter(seen__gte=since)
+
+
 def check_workers() -> str:
     """At least one cluster's heartbeat within RYSH_READY_WORKER_SECONDS."""
-    since = timezone.now() - timedelta(seconds=settings.RYSH_READY_WORKER_SECONDS)
     try:
-        alive = WorkerBeat.objects.filter(seen__gte=since).exists()
+        alive = workers_seen().exists()
     except Exception:
         return "unreachable"
     return "ok" if alive else "none"
@@ -150,7 +155,7 @@ def check_workers() -> str:
 
 def check_recipes() -> str:
     """The recipes repository opens and its branch resolves (a clone URL: its local mirror)."""
-    return _bounded(_read_recipes)
+    return _bounded(_read_recipes, failed="unreadable")
 
 
 def _read_recipes() -> str:
@@ -158,16 +163,16 @@ def _read_recipes() -> str:
     return "ok" if repo.resolve(settings.RYSH_RECIPES_BRANCH) else "unreadable"
 
 
-def _bounded(check) -> str:
+def _bounded(check, *, failed: str) -> str:
     """Run `check` in a thread of its own for at most CHECK_SECONDS: a hung broker or git must
-    not hang the probe. Any exception is "unreachable" / "unreadable"-style: a fixed word."""
+    not hang the probe. Any exception is the fixed word `failed`."""
     answer = ["timeout"]
 
     def run() -> None:
         try:
             answer[0] = check()
         except Exception:
-            answer[0] = "unreachable" if check is _redis_ping else "unreadable"
+            answer[0] = failed
 
     thread = threading.Thread(target=run, name="readyz", daemon=True)
     thread.start()

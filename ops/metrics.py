@@ -18,12 +18,10 @@ import hmac
 import ipaddress
 import logging
 import os
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db.models import Count, Sum
-from django.utils import timezone
 from django_q.brokers import get_broker
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
@@ -31,7 +29,8 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from notify.models import Delivery
-from runs.models import LedgerEntry, Pass, Run, WorkerBeat
+from ops import health
+from runs.models import LedgerEntry, Pass, Run
 from runs.selectors import BY
 from rysh_site import metrics
 from rysh_site.metrics_env import MULTIPROC_ENV
@@ -220,11 +219,10 @@ def queue_and_workers():
         queued.add_metric([], broker().queue_size() or 0)
     except Exception:  # the broker away (Redis down): the scrape says the rest, without this sample
         log.warning("metrics: the queue's size could not be read", exc_info=True)
-    since = timezone.now() - timedelta(seconds=settings.RYSH_READY_WORKER_SECONDS)
     workers = GaugeMetricFamily(
         "rysh_worker_clusters", "Worker clusters (manage.py qcluster) seen within RYSH_READY_WORKER_SECONDS."
     )
-    workers.add_metric([], WorkerBeat.objects.filter(seen__gte=since).count())
+    workers.add_metric([], health.workers_seen().count())
     yield from (queued, workers)
 
 
