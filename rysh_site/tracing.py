@@ -198,9 +198,13 @@ def stored_context(run) -> dict:
     return run.trace_context
 
 
+def _remote(trace_id: int, span_id: int) -> SpanContext:
+    """A span of the run's trace stored by an earlier process (or another run's, for a link)."""
+    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+
 def _context(trace_id: int, span_id: int) -> Context:
-    parent = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
-    return trace.set_span_in_context(NonRecordingSpan(parent), Context())
+    return trace.set_span_in_context(NonRecordingSpan(_remote(trace_id, span_id)), Context())
 
 
 def _root(run) -> Context:
@@ -582,6 +586,4 @@ def _resumed_link(run) -> list[Link]:
     traceparent = (before.trace_context or {}).get("traceparent") if before else None
     if not traceparent:
         return []
-    trace_id, span_id = _ids_of(traceparent)
-    context = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
-    return [Link(context, {"rysh.link": "resumes", "rysh.run.id": before.pk})]
+    return [Link(_remote(*_ids_of(traceparent)), {"rysh.link": "resumes", "rysh.run.id": before.pk})]
