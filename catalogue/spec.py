@@ -139,6 +139,13 @@ class RecipeSpec:
     # ("." its root, normalised with '/'); None: no working copy, the tools of a plain task
     workdir: str | None = None
     workdir_line: int | None = None  # where `workdir:` sits, for the checks that need the repository
+    # coding loops (docs/coding-loops.md): the branch or commit the copy starts from (None: the
+    # recipes branch's head), commands run once when the copy is made (the project's toolchain),
+    # and a command that must exit 0 in the copy for a pass to count as done (beside the judge)
+    base: str | None = None
+    base_line: int | None = None
+    setup: tuple[str, ...] = ()
+    until_command: str | None = None
     # MCP servers the recipe may use (issue 26): their tools are `<server>__<tool>`
     mcp: tuple[McpUse, ...] = ()
     warnings: tuple[str, ...] = ()

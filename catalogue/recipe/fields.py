@@ -46,9 +46,14 @@ _TOP_KEYS = (
     "notify",
     "workdir",
     "mcp",
+    "base",
+    "setup",
+    "until_command",
 )
 _WEB_ONLY = ("web_profile", "url", "web_read", "record")
-_TASK_ONLY = ("workdir",)
+_TASK_ONLY = ("workdir", "base", "setup", "until_command")
+# what only a working copy gives meaning to (docs/coding-loops.md)
+_WORKDIR_ONLY = ("base", "setup", "until_command")
 _LOOP_KEYS = ("do", "while")
 _DO_KEYS = ("interval", "max_iterations", "max_duration", "auto_continue", "budget", "model")
 _DO_BUDGET_KEYS = ("size", "watch")
@@ -129,10 +134,19 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
             "notify": functools.partial(_read_notify, r),
             "workdir": functools.partial(_read_workdir, r),
             "mcp": functools.partial(_read_mcp, r),
+            "base": functools.partial(_read_base, r),
+            "setup": functools.partial(_read_setup, r),
+            "until_command": functools.partial(_read_command, r),
         },
     )
     if "workdir" in values:
         values["workdir_line"] = r.line(keys["workdir"])
+    if "base" in values:
+        values["base_line"] = r.line(keys["base"])
+    if "workdir" not in keys and kind is Kind.TASK:
+        for key in _WORKDIR_ONLY:
+            if key in values:
+                r.add(keys[key], key, "applies to coding loops only: add workdir: (the folder the agent works in)")
     do, loop_while, warnings = _read_loop(r, keys)
     if "effort" in values:
         values["effort_line"] = r.line(keys["effort"])
@@ -347,6 +361,47 @@ def _read_workdir(r: Reader, node, field) -> str | None:
         r.add(node, field, f"{value!r} is git's own folder, not a place to work")
     else:
         return normal
+    return None
+
+
+# a branch, tag or commit as git would take it: no spaces, no `..`, none of ~^:?*[\ and not an option
+_REF_RE = re.compile(r"(?!-)(?!.*\.\.)(?!.*@\{)[^\s~^:?*\[\\\x00-\x1f\x7f]+(?<![./])\Z")
+
+
+def _read_base(r: Reader, node, field) -> str | None:
+    """The branch, tag or commit a coding run's copy starts from. Whether it names one is a fact
+    of the repository (catalogue checks, and the run's arming); here only its shape."""
+    value = r.value(node, field)
+    if value is BAD:
+        return None
+    if isinstance(value, str) and _REF_RE.match(value.strip()):
+        return value.strip()
+    r.expected(node, field, "a branch, tag or commit of the repository (main, release/2.1, 3f9c2ab)")
+    return None
+
+
+def _read_setup(r: Reader, node, field) -> tuple[str, ...] | None:
+    """Shell commands run once, in order, when the copy is made."""
+    items = r.items(node, field, "commands (strings), run in order when the working copy is made")
+    if items is None:
+        return None
+    commands = []
+    for item, value in items:
+        if isinstance(value, str) and value.strip():
+            commands.append(value.strip())
+        elif value is not BAD:
+            r.expected(item, field, "a command (a non-empty string)")
+    if not items:
+        r.expected(node, field, "at least one command")
+    return tuple(commands)
+
+
+def _read_command(r: Reader, node, field) -> str | None:
+    value = r.value(node, field)
+    if isinstance(value, str) and value.strip() and "\x00" not in value:
+        return value.strip()
+    if value is not BAD:
+        r.expected(node, field, "a shell command (a non-empty string), e.g. python -m pytest -q")
     return None
 
 

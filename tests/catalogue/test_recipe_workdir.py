@@ -108,3 +108,54 @@ def test_auto_check_accepts_a_rysh_coding_recipe_with_its_tools_in_approve(code_
     call_command("auto", "task", "check", str(path))
     out = capsys.readouterr().out
     assert "ok: task/green is valid" in out and "never holds anything" not in out
+
+
+# --- base:, setup:, until_command: (coding loops) ----------------------------------------------
+
+
+def test_it_reads_the_keys_of_a_coding_loop():
+    spec = parse_recipe(
+        '---\nworkdir: "."\nbase: release/2.1\nsetup:\n  - python -m venv .venv\n  - .venv/bin/pip install -e .\n'
+        "until_command: .venv/bin/python -m pytest -q\n---\nFix it.\n",
+        path=TASK,
+    )
+    assert (spec.base, spec.base_line) == ("release/2.1", 3)
+    assert spec.setup == ("python -m venv .venv", ".venv/bin/pip install -e .")
+    assert spec.until_command == ".venv/bin/python -m pytest -q"
+
+
+def test_a_recipe_without_them_is_as_before():
+    spec = parse_recipe('---\nworkdir: "."\n---\nFix it.\n', path=TASK)
+    assert (spec.base, spec.setup, spec.until_command) == (None, (), None)
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("base: -x", "fix.md:3 base: expected a branch, tag or commit of the repository"),
+        ("base: a..b", "fix.md:3 base: expected a branch, tag or commit"),
+        ("base: 'main branch'", "fix.md:3 base: expected a branch, tag or commit"),
+        ("setup: pip install -e .", "fix.md:3 setup: expected a list of commands (strings)"),
+        ("setup: [1]", "fix.md:3 setup: expected a command (a non-empty string), got 1"),
+        ("setup: []", "fix.md:3 setup: expected at least one command"),
+        ("until_command: ''", "fix.md:3 until_command: expected a shell command (a non-empty string)"),
+        ("until_command: [pytest]", "fix.md:3 until_command: expected a shell command"),
+    ],
+)
+def test_it_refuses_a_bad_value_at_its_line(line, said):
+    found = errors(f'---\nworkdir: "."\n{line}\n---\nFix it.\n')
+    assert len(found) == 1 and found[0].startswith(said), found
+
+
+@pytest.mark.parametrize("key", ["base: main", "setup: [make deps]", "until_command: make test"])
+def test_they_need_a_working_copy(key):
+    found = errors(f"---\ndescription: x\n{key}\n---\nFix it.\n")
+    name = key.split(":")[0]
+    assert found == [f"fix.md:3 {name}: applies to coding loops only: add workdir: (the folder the agent works in)"]
+
+
+def test_a_web_recipe_has_none_of_them():
+    found = errors("---\nuntil_command: make test\n---\nPublish.\n", path=WEB)
+    assert found == [
+        "fix.md:2 until_command: applies to task recipes only (a web recipe drives a browser, not a working copy)"
+    ]
