@@ -151,6 +151,7 @@ def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
         cancelled=lambda: _stop_reason(run.pk),
         on_pass_end=pass_ended,
         notes=notes,
+        until_command=spec.until_command,
     )
 
 
