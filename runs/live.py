@@ -113,6 +113,7 @@ def run_context(run: Run, can: frozenset[str]) -> dict:
         "can_label": "label" in can,
         "controls": selectors.controls_for(run),
         "quota_wait": selectors.quota_wait(run),
+        "sandbox_wait": selectors.sandbox_wait(run),  # shown beside the copy still to be made
         "current": current,
         **web_context(run),
         **workspace_context(run, can),

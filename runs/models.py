@@ -581,6 +581,9 @@ class WorkerBeat(models.Model):
 
     cluster = models.CharField(max_length=64, unique=True)  # django-q2's cluster id
     seen = models.DateTimeField(db_index=True)
+    # whether its commands can run sandboxed (runs.wiring.sandbox_state): "ok", "unavailable" (no
+    # working bubblewrap: it leaves coding runs queued), "off" (RYSH_SANDBOX=off); "" not said
+    sandbox = models.CharField(max_length=12, blank=True)
 
     def __str__(self) -> str:
         return f"cluster {self.cluster} seen {self.seen:%Y-%m-%d %H:%M:%S}"
