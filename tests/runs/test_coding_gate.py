@@ -137,7 +137,7 @@ def test_a_cancel_during_the_test_command_kills_it_and_a_continue_runs_it_again(
     model = FakeModel(task=[slow, {"text": "Done."}], judge=["YES\nfine"])
     run = start(path, provider="scripted")
     asked = {}
-    canceller = threading.Thread(target=_cancel_once_running, args=(run.pk, marker, asked), daemon=True)
+    canceller = threading.Thread(target=_once_running, args=(run.pk, marker, asked, services.run_cancel), daemon=True)
     canceller.start()
     drive(run, model)
     paused_at = time.monotonic()
@@ -158,6 +158,20 @@ def test_a_cancel_during_the_test_command_kills_it_and_a_continue_runs_it_again(
     assert (first.gate_status, first.verdict, second.gate_status, second.verdict) == (1, "NO", 0, "YES")
 
 
+def test_a_stop_during_the_test_command_kills_it_and_the_run_ends_stopped(code_repo):
+    marker = "rysh-gate-stop-marker-32"
+    path = committed(code_repo, "halts", GATED, command=f"'(exec -a {marker} sleep 300); {UNITTEST}'")
+    run = start(path, provider="scripted")
+    asked = {}
+    stopper = threading.Thread(target=_once_running, args=(run.pk, marker, asked, services.run_stop), daemon=True)
+    stopper.start()
+    run = drive(run, FakeModel(task=[{"text": "Done."}], judge=["YES\nfine"]))
+    stopper.join(5)
+    assert (run.state, run.cause) == ("finished", "stopped by user")
+    assert not _running(marker)
+    assert run.passes.get().gate_command == "" and run.passes.get().verdict == ""
+
+
 def test_auto_task_check_and_the_dry_run_show_the_gate_in_the_plan(code_repo, db):
     committed(code_repo, "gated", GATED)
     committed(code_repo, "once", ONE_PASS)
@@ -176,7 +190,7 @@ def test_a_coding_recipe_without_a_test_command_has_no_gate(code_repo, db):
     assert "until_command" not in client_for(user_with("viewer")).get(f"/runs/{run.pk}/").content.decode()
 
 
-def _cancel_once_running(run_id, marker, asked):
+def _once_running(run_id, marker, asked, control):
     from django.db import connection  # this thread's own connection, closed when it is done
 
     try:
@@ -184,7 +198,7 @@ def _cancel_once_running(run_id, marker, asked):
         while time.monotonic() < deadline and not _running(marker):
             time.sleep(0.05)
         asked["at"] = time.monotonic()
-        services.run_cancel(run=Run.objects.get(pk=run_id))
+        control(run=Run.objects.get(pk=run_id))
     finally:
         connection.close()
 
