@@ -130,7 +130,7 @@ def test_a_command_that_hangs_is_killed_at_the_command_timeout_and_the_pass_is_n
 
 
 def test_a_cancel_during_the_test_command_kills_it_and_a_continue_runs_it_again(code_repo):
-    marker = "rysh-gate-marker-32"
+    marker = "rysh-gate-cancel-marker"
     command = f"if [ -f slow ]; then (exec -a {marker} sleep 300); fi; {UNITTEST}"
     path = committed(code_repo, "slow", GATED, command=f"'{command}'")
     slow = {"text": "slow", "tools": [tool("file_write", path="slow", content="x")]}
@@ -159,7 +159,7 @@ def test_a_cancel_during_the_test_command_kills_it_and_a_continue_runs_it_again(
 
 
 def test_a_stop_during_the_test_command_kills_it_and_the_run_ends_stopped(code_repo):
-    marker = "rysh-gate-stop-marker-32"
+    marker = "rysh-gate-stop-marker"
     path = committed(code_repo, "halts", GATED, command=f"'(exec -a {marker} sleep 300); {UNITTEST}'")
     run = start(path, provider="scripted")
     asked = {}
