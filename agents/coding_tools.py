@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.file_tools import FILE_TOOLS, FileTools
-from agents.ports import ToolResult
+from agents.ports import GateOutcome, ToolResult
 from agents.sandbox import Sandbox, SandboxUnavailable
 from agents.task_tools import ResultsTools
 from budgets.guard import cut_marker
@@ -45,6 +45,9 @@ FILE_TOOL_NAMES = frozenset(tool["name"] for tool in FILE_TOOLS)
 # that a timeout, a cancel or a stop kills, like a command
 SEARCHES = frozenset({"grep", "glob"})
 POLL_SECONDS = 0.1
+# of a gate command's output, the last this many characters are kept (what a failing test
+# suite says last: the failures and the summary)
+GATE_TAIL_CHARS = 8000
 # what stands before the command itself in a simple command: `FOO=1 env nice git push`
 _WRAPPERS = frozenset({"env", "exec", "command", "nohup", "time", "nice", "sudo", "builtin", "xargs"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -64,6 +67,7 @@ class CodingTools:
         cancelled: Callable[[], str | None] = lambda: None,
         on_pass_end: Callable[[int], str | None] | None = None,
         notes: list[str] | None = None,
+        until_command: str | None = None,
     ):
         self.root, self.start = Path(root), Path(start)
         self.results = ResultsTools(output_dir)
@@ -73,6 +77,7 @@ class CodingTools:
         self.cancelled = cancelled
         self.on_pass_end = on_pass_end
         self.notes = list(notes or [])  # the worker records these as the run's events
+        self.until_command = until_command  # the pass's gate: must exit 0 for the pass to count as done
         self.deadline: float | None = None  # time.monotonic() when the leg's clock runs out (the engine sets it)
         self._diff_stat: dict[int, str] = {}
 
@@ -164,6 +169,25 @@ class CodingTools:
         """The working copy's tree at the pass's end: its diff and stat (the judge reads it)."""
         if self.on_pass_end is not None:
             self._diff_stat[number] = self.on_pass_end(number) or ""
+
+    def pass_gate(self) -> GateOutcome | None:
+        """The recipe's until_command run in the workdir, in the sandbox, with the command
+        timeout; None when the recipe has none. A cancel or a stop kills it like any command."""
+        command = self.until_command
+        if not command:
+            return None
+        try:
+            outcome = self.sandbox.run(command, cwd=self.start, timeout=self.command_timeout, cancelled=self.cancelled)
+        except SandboxUnavailable as exc:
+            return GateOutcome(command, None, f"not run: the sandbox cannot start: {exc}")
+        except ValueError as exc:  # the agent removed its workdir
+            return GateOutcome(command, None, f"not run: {exc}")
+        status = f"killed: {outcome.killed}" if outcome.killed else f"exit status: {outcome.exit_status}"
+        body = "\n".join(part.removesuffix("\n") for part in (outcome.stdout, outcome.stderr) if part)
+        if len(body) > GATE_TAIL_CHARS:
+            body = f"[... {len(body) - GATE_TAIL_CHARS} characters before these ...]\n" + body[-GATE_TAIL_CHARS:]
+        interrupted = self.cancelled() if outcome.killed else None
+        return GateOutcome(command, outcome.exit_status, f"{status}\n{body or '(no output)'}", interrupted)
 
     def judge_evidence(self, number: int) -> list[tuple[str, str]]:
         stat = self._diff_stat.get(number)

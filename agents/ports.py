@@ -102,6 +102,18 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class GateOutcome:
+    """A command that must exit 0 for a pass to count as done, run once the pass ended (a
+    coding recipe's until_command). `interrupted`: a cancel or a stop killed it, so it says
+    nothing about the pass (it runs again when the run goes on)."""
+
+    command: str
+    exit_status: int | None  # None: killed, or not run
+    output: str  # "exit status: N", "killed: why" or "not run: why", then the tail of its output
+    interrupted: str | None = None
+
+
+@dataclass(frozen=True)
 class PageCapture:
     """Where a web step left the browser: for the filmstrip and the continue checkpoint."""
 
@@ -128,3 +140,5 @@ class ToolsPort(Protocol):
 #       navigate to its href), so a gate holds however the action is performed
 #   capture() -> PageCapture | None: called after every step
 #   close() -> None: called when the worker lets go of the run (paused or finished)
+#   pass_gate() -> GateOutcome | None (the coding tools'): run once a pass's legs ended, before
+#       the judge; the pass counts as done only when it exited 0 and the judge said YES

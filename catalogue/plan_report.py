@@ -61,6 +61,13 @@ def _allotment(a: Allotment) -> str:
     return f"{a.steps} steps  {format_duration_go(a.seconds)}  {a.tokens} tokens ({format_tokens(a.tokens)})"
 
 
+def _gate_line(command: str, *, looping: bool) -> str:
+    """The recipe's until_command (docs/coding-loops.md, "A test command as the gate")."""
+    if looping:
+        return f"gate:    `{command}` must exit 0 after each pass, besides the judge's YES"
+    return f"gate:    `{command}` must exit 0 after the pass, or the run ends unfulfilled"
+
+
 def plan_lines(spec: RecipeSpec, plan: Plan, *, executor: str, judge: str) -> list[str]:
     lines = plan.summary_lines()
     lines += [
@@ -82,6 +89,8 @@ def plan_lines(spec: RecipeSpec, plan: Plan, *, executor: str, judge: str) -> li
         lines.append(f"  pass worst case  {_allotment(split.worst)}")
     if plan.judge_tokens:
         lines.append(f"judge:   {judge}, at most {plan.judge_tokens} tokens a verdict")
+    if spec.until_command:
+        lines.append(_gate_line(spec.until_command, looping=plan.loop_enabled))
     money = worst_case_money(plan, executor=executor, judge=judge)
     lines.append(
         f"worst case: {plan.worst_tokens} tokens ({format_tokens(plan.worst_tokens)}) over "

@@ -7,7 +7,9 @@ named in Q_CLUSTER["broker_class"]) also write a WorkerBeat row when the cluster
 its stats from its guard loop (every half second): at most once a quarter of
 RYSH_READY_WORKER_SECONDS, only while the cluster is idle or working, and the row is deleted when
 the cluster stops cleanly. A cluster killed outright is noticed when its row is older than
-RYSH_READY_WORKER_SECONDS.
+RYSH_READY_WORKER_SECONDS. The row also says whether the cluster's commands can run sandboxed
+(runs.wiring.sandbox_state, a fixed word; bubblewrap is probed once per process): a worker that
+cannot leaves coding runs queued, and /readyz says so.
 
 Every answer is a short fixed word ("ok", "unreachable", …): never an exception's text, which
 could carry a path, a host or a URL with a password, and never a count.
@@ -32,6 +34,7 @@ from django_q.signing import SignedPackage
 
 from catalogue.repo import open_repo
 from runs.models import WorkerBeat
+from runs.wiring import sandbox_state
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,7 @@ def beat(key: str, value: str) -> None:
         if now - _last_beat.get(key, -1e9) < beat_interval():
             return
         seen = timezone.now()
-        WorkerBeat.objects.update_or_create(cluster=cluster, defaults={"seen": seen})
+        WorkerBeat.objects.update_or_create(cluster=cluster, defaults={"seen": seen, "sandbox": sandbox_state()})
         WorkerBeat.objects.filter(seen__lt=seen - FORGET_AFTER).delete()
         _last_beat[key] = now
     except Exception:  # a heartbeat must never stop the cluster's guard loop
@@ -153,6 +156,16 @@ def check_workers() -> str:
     return "ok" if alive else "none"
 
 
+def check_sandbox() -> str:
+    """No worker cluster seen within RYSH_READY_WORKER_SECONDS says it cannot sandbox (RYSH_SANDBOX
+    on there, and no working bubblewrap): such a worker leaves every coding run queued."""
+    try:
+        unable = workers_seen().filter(sandbox="unavailable").exists()
+    except Exception:
+        return "unreachable"
+    return "unavailable" if unable else "ok"
+
+
 def check_recipes() -> str:
     """The recipes repository opens and its branch resolves (a clone URL: its local mirror)."""
     return _bounded(_read_recipes, failed="unreadable")
@@ -186,8 +199,9 @@ def readiness() -> dict[str, str]:
     if checks["database"] == "ok":
         checks["migrations"] = check_migrations()
         checks["workers"] = check_workers()
+        checks["sandbox"] = check_sandbox()
     else:
-        checks["migrations"] = checks["workers"] = "skipped"
+        checks["migrations"] = checks["workers"] = checks["sandbox"] = "skipped"
     if settings.REDIS_URL or checks["database"] == "ok":
         checks["broker"] = check_broker()
     else:

@@ -127,8 +127,13 @@ class Engine:
             return False
         if self._stop_requested():
             return False
+        if not self.passes.gate(run_pass):  # a cancel or a stop cut the until_command short
+            if not self._stop_requested():
+                self._pause("cancelled")
+            return False
         if not self.plan.loop_enabled:
-            self._finish("done")
+            failure = run_pass.gate_failure  # one pass, no judge: the gate alone says done
+            self._finish(f"unfulfilled: {failure}" if failure else "done")
             return False
         if not run_pass.verdict:
             verdict = self.judge.verdict(run_pass)

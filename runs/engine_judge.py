@@ -105,16 +105,18 @@ class Judge:
             self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
             self._finish(f"judge error: {exc}")
             return None
-        verdict = judging.parse_verdict(reply.text)
+        verdict = judging.gated(judging.parse_verdict(reply.text), run_pass.gate_failure)
         self._settle(run_pass, step, reply, verdict, time.monotonic() - started)
         return verdict.label
 
     def _evidence(self, run_pass: Pass) -> list[tuple[str, str]]:
         """What the judge reads beside the result when the tools port has more to show (a
-        coding pass: its final answer and the diff stat of its working copy)."""
+        coding pass: its final answer, the diff stat of its working copy, its gate's result)."""
         evidence = getattr(self.armed.tools, "judge_evidence", None)
+        gate = [("until_command", judging.gate_evidence(run_pass.gate_command, run_pass.gate_output))]
+        gate = gate if run_pass.gate_command else []
         if evidence is None:
-            return []
+            return gate
         answer = (
             Step.objects.filter(run_pass=run_pass)
             .exclude(leg=Phase.JUDGING)
@@ -123,7 +125,11 @@ class Judge:
             .values_list("text", flat=True)
             .first()
         )
-        return [("final_answer", answer or "(the pass ended without a final answer)"), *evidence(run_pass.number)]
+        return [
+            ("final_answer", answer or "(the pass ended without a final answer)"),
+            *evidence(run_pass.number),
+            *gate,
+        ]
 
     def _bound(self, run_pass: Pass, messages: list, bound: int) -> int:
         """The judge's input counted exactly where that beats its byte bound: a 20 KB result

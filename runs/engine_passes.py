@@ -9,6 +9,7 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from agents.ports import GateOutcome
 from catalogue.recipe import render
 from runs import events, snapshots
 from runs import judge as judging
@@ -103,6 +104,37 @@ class Passes:
             f"{run_pass.task_stop}" + (f", wrap-up {run_pass.wrap_up_stop}" if run_pass.takeover_used else ""),
             number=run_pass.number,
         )
+
+    def gate(self, run_pass: Pass) -> bool:
+        """The tools port's gate (a coding recipe's until_command) run once the pass's legs
+        ended, before the judge, and kept on the pass. False when a cancel or a stop cut it
+        short: that says nothing about the pass, so it is not kept and runs again when the
+        run goes on."""
+        outcome = None if run_pass.gate_command else self._run_gate(run_pass)
+        if outcome is None:
+            return True
+        if outcome.interrupted:
+            said = f"pass {run_pass.number}: until_command stopped ({outcome.interrupted}); it runs again if the run goes on"
+            events.record(self.run, "note", said)
+            return False
+        run_pass.gate_command, run_pass.gate_status = outcome.command, outcome.exit_status
+        run_pass.gate_output = outcome.output
+        run_pass.save(update_fields=["gate_command", "gate_status", "gate_output"])
+        said = run_pass.gate_failure or f"until_command `{outcome.command}` exited 0"
+        events.record(
+            self.run, "gate", f"pass {run_pass.number}: {said}", number=run_pass.number, exit_status=outcome.exit_status
+        )
+        return True
+
+    def _run_gate(self, run_pass: Pass) -> GateOutcome | None:
+        gate = getattr(self.armed.tools, "pass_gate", None)
+        if gate is None:
+            return None
+        try:
+            return gate()
+        except Exception as exc:  # whatever broke, a pass cannot count as done on a gate that did not run
+            log.warning("run %s pass %s: the gate did not run", self.run.pk, run_pass.number, exc_info=True)
+            return GateOutcome(self.armed.spec.until_command or "(the gate)", None, f"not run: {exc}")
 
     def result_of(self, run_pass: Pass) -> tuple[str, str] | None:
         """What the pass saved, as its snapshot kept it (the folder may have moved on since)."""

@@ -19,13 +19,14 @@ JUDGE_SYSTEM = (
     "second is one sentence giving the reason."
 )
 
-_TAG = re.compile(r"(?i)<(\s*/?\s*(?:result|goal|final_answer|diff_stat)\b)")
+_TAG = re.compile(r"(?i)<(\s*/?\s*(?:result|goal|final_answer|diff_stat|until_command)\b)")
 # beside the result, what a coding pass shows the judge (SPEC §11), each cut to this many
 # bytes; the result gets what is left of JUDGE_RESULT_CAP_BYTES, so the plan's worst case holds
 EVIDENCE_CAP_BYTES = 4096
 EVIDENCE_LABELS = {
     "final_answer": "The agent's final answer (its own account: weigh it against the evidence)",
     "diff_stat": "What the pass's working copy changed against the commit the run started from (git diff --stat)",
+    "until_command": "The recipe's test command, run in the working copy after the pass (its exit status, its output's end)",
 }
 
 
@@ -92,6 +93,27 @@ def judge_message(until: str, result: tuple[str, str] | None, evidence: list[tup
         f"The goal:\n<goal>\n{_quoted(until)}\n</goal>\n\n{blocks}The saved result:\n{shown}\n\n"
         "Is the goal met by this result? First line YES or NO; second line, one sentence why."
     )
+
+
+def gated(verdict: Verdict, failure: str | None) -> Verdict:
+    """A pass counts as done only when its gate passed and the judge said YES: a failed gate
+    (`failure`, e.g. "until_command `pytest -q` exited 1") turns a YES into NO and says both;
+    a NO keeps the judge's reason, the gate's beside it."""
+    if failure is None:
+        return verdict
+    if verdict.fulfilled:
+        return Verdict(fulfilled=False, reason=f"{failure} (the judge said YES: {verdict.reason})", raw=verdict.raw)
+    return Verdict(fulfilled=False, reason=f"{verdict.reason} ({failure})", raw=verdict.raw)
+
+
+def gate_evidence(command: str, output: str) -> str:
+    """A gate's result as the judge reads it: the command and its status line, then as much of
+    its output's end as fits (a test run ends with what matters: the failures, the summary)."""
+    status, _, rest = output.partition("\n")
+    head = f"$ {command}\n{status}\n"
+    room = max(0, EVIDENCE_CAP_BYTES - len(head.encode()))
+    data = rest.encode()
+    return head + (rest if len(data) <= room else data[len(data) - room :].decode("utf-8", errors="ignore"))
 
 
 def _cut(text: str, limit: int) -> str:

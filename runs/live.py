@@ -99,6 +99,7 @@ def run_context(run: Run, can: frozenset[str]) -> dict:
         "run": run,
         "row": selectors.live_row(run, current, pending.get(run.pk, 0), settled.get(run.pk, 0)),
         "passes": passes,
+        "gated": any(p.gate_command for p in passes),  # a coding run's until_command: a column of its own
         "steps": selectors.run_steps_recent(run, limit=STEP_LOG_LIMIT),
         "show_thinking": settings.RYSH_SHOW_THINKING,  # the model's thinking text: an admin's call
         "timeline": timeline_svg(run, passes),
@@ -112,6 +113,7 @@ def run_context(run: Run, can: frozenset[str]) -> dict:
         "can_label": "label" in can,
         "controls": selectors.controls_for(run),
         "quota_wait": selectors.quota_wait(run),
+        "sandbox_wait": selectors.sandbox_wait(run),  # shown beside the copy still to be made
         "current": current,
         **web_context(run),
         **workspace_context(run, can),

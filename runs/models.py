@@ -199,6 +199,11 @@ class Pass(models.Model):
     # when the result files were kept as this pass's snapshot (PassResult rows): at the pass's
     # end, or at the run's end for a pass that never ended (an error, a stop mid-leg)
     snapshot_at = models.DateTimeField(null=True, blank=True)
+    # the recipe's until_command run in the working copy once the pass's legs ended, before the
+    # judge (docs/coding-loops.md, "A test command as the gate"): blank when it has not run
+    gate_command = models.TextField(blank=True)
+    gate_status = models.IntegerField(null=True, blank=True)  # its exit status; None: killed or not run
+    gate_output = models.TextField(blank=True)  # "exit status: N" or why it was killed, then its output's tail
 
     class Meta:
         db_table = "automations_pass"  # named before the apps split (see migrations/0001)
@@ -218,6 +223,19 @@ class Pass(models.Model):
             Message.objects.bulk_create(
                 [Message(run_pass=self, index=i, role=m["role"], content=m["content"]) for i, m in enumerate(opening)]
             )
+
+    @property
+    def gate_failure(self) -> str | None:
+        """Why the pass's gate keeps it from counting as done ("until_command `pytest -q` exited
+        1"), or None: it passed, or the pass has no gate."""
+        if not self.gate_command or self.gate_status == 0:
+            return None
+        if self.gate_status is not None:
+            said = f"exited {self.gate_status}"
+        else:  # killed (a timeout, an output flood) or not run (no sandbox): its first line says which
+            first = self.gate_output.partition("\n")[0] or "not run"
+            said = f"did not finish ({first})"
+        return f"until_command `{self.gate_command}` {said}"
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -563,6 +581,9 @@ class WorkerBeat(models.Model):
 
     cluster = models.CharField(max_length=64, unique=True)  # django-q2's cluster id
     seen = models.DateTimeField(db_index=True)
+    # whether its commands can run sandboxed (runs.wiring.sandbox_state): "ok", "unavailable" (no
+    # working bubblewrap: it leaves coding runs queued), "off" (RYSH_SANDBOX=off); "" not said
+    sandbox = models.CharField(max_length=12, blank=True)
 
     def __str__(self) -> str:
         return f"cluster {self.cluster} seen {self.seen:%Y-%m-%d %H:%M:%S}"

@@ -15,6 +15,8 @@ from runs.judge import REPORT_NAME
 from workspaces.models import Workspace
 from workspaces.selectors import stat_lines
 
+GATE_REPORT_LINES = 40  # of a pass's until_command output, the report keeps the last lines
+
 
 def cache_hit_percent(*, input_tokens: int, cache_read: int, cache_write: int) -> float | None:
     total = input_tokens + cache_read + cache_write
@@ -83,20 +85,46 @@ def render_report(run) -> str:
         "",
         *_grant_lines(run),
         *_workspace_lines(run),
-        "## Passes",
-        "",
-        "| pass | verdict | judge's reason | result (as kept) | tokens | task stop | wrap-up |",
-        "|---|---|---|---|---|---|---|",
     ]
     passes = list(run.passes.order_by("number"))
+    gated = any(p.gate_command for p in passes)  # a coding run's until_command: one more column
+    lines += [
+        "## Passes",
+        "",
+        "| pass | verdict | judge's reason | result (as kept) | tokens | task stop | wrap-up |" + (" gate |" * gated),
+        "|---|---|---|---|---|---|---|" + ("---|" * gated),
+    ]
     judged = snapshots.judged_results([p for p in passes if p.snapshot_at])
     for p in passes:
         reason = _cell(p.reason or "")
         lines.append(
             f"| {p.number} | {p.verdict or '-'} | {reason or '-'} | {_kept(p, judged.get(p.pk))} | {p.tokens_counted} | "
             f"{p.task_stop or '-'} | {p.wrap_up_stop or ('-' if not p.takeover_used else 'running')} |"
+            + (f" {_cell(_gate_said(p))} |" if gated else "")
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *_gate_lines(passes)]) + "\n"
+
+
+def _gate_said(run_pass) -> str:
+    if not run_pass.gate_command:
+        return "-"
+    return "exit 0" if run_pass.gate_status == 0 else run_pass.gate_output.partition("\n")[0]
+
+
+def _gate_lines(passes) -> list[str]:
+    """Each pass's until_command: its status and the end of its output (docs/coding-loops.md)."""
+    ran = [p for p in passes if p.gate_command]
+    if not ran:
+        return []
+    lines = ["", "## Test command (until_command)", ""]
+    for p in ran:
+        output = p.gate_output.splitlines()[1:]
+        shown = output[-GATE_REPORT_LINES:]
+        lines += [f"Pass {p.number}: `{p.gate_command}` — {_gate_said(p)}", "", "~~~"]
+        if len(output) > len(shown):
+            lines.append(f"[... {len(output) - len(shown)} lines before these ...]")
+        lines += [*(line.replace("~~~", "~ ~ ~") for line in shown), "~~~", ""]
+    return lines
 
 
 def _workspace_lines(run) -> list[str]:

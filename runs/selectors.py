@@ -29,6 +29,7 @@ from runs.models import (
     RunState,
     Step,
     StepStatus,
+    WorkerBeat,
 )
 from runs.report import cache_hit_percent
 from rysh_site.filters import filter_given
@@ -164,6 +165,23 @@ def quota_wait(run: Run) -> str:
         return ""
     event = RunEvent.objects.filter(run=run, kind="paused").order_by("-id").first()
     return event.message.partition(f"paused({run.pause_reason}): ")[2] if event else ""
+
+
+def sandbox_wait(run: Run) -> str:
+    """Why a queued workdir run waits for a worker that can sandbox (its `waiting` event, said
+    since a worker last ran it), or ""."""
+    if run.state != RunState.QUEUED:
+        return ""
+    ran = RunEvent.objects.filter(run=run, kind="running").order_by("-id").values_list("id", flat=True).first()
+    said = RunEvent.objects.filter(run=run, kind="waiting", id__gt=ran or 0).order_by("-id").first()
+    return said.message if said else ""
+
+
+def worker_sandboxes() -> set[str]:
+    """What the worker clusters seen within RYSH_READY_WORKER_SECONDS said of their sandbox
+    ("ok", "unavailable", "off"; "" from a worker that does not say)."""
+    since = timezone.now() - timedelta(seconds=settings.RYSH_READY_WORKER_SECONDS)
+    return set(WorkerBeat.objects.filter(seen__gte=since).values_list("sandbox", flat=True))
 
 
 def controls_for(run: Run) -> list[str]:

@@ -37,7 +37,7 @@ from runs.ledger import settle_pending_steps
 from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Control, Grant, Pass, Run, RunState
 from runs.outlook import WorstCase, price_warnings, quota_lines
 from runs.report import write_report
-from runs.selectors import run_pruned
+from runs.selectors import run_pruned, worker_sandboxes
 from runs.signals import run_paused
 from runs.wiring import sandbox_config, site_url
 from workspaces.models import WorkspaceState
@@ -185,10 +185,22 @@ def run_start(
 
 
 def _refuse_without_sandbox(target: str) -> None:
-    """No sandbox, no workdir run (SPEC §11), unless an admin turned it off for everyone."""
+    """No sandbox, no workdir run, unless an admin turned it off for everyone. The workers run
+    the commands, and they may be other machines than this one (docs/coding-loops.md): a worker
+    seen lately that can sandbox is enough (a run waits for such a worker); workers seen lately
+    that all cannot refuse it; with none seen, this machine's own bubblewrap decides."""
     config = sandbox_config()
     if not config.enabled:
         return
+    seen = worker_sandboxes()
+    if seen & {"ok", "off"}:
+        return
+    if seen == {"unavailable"}:
+        raise RunRefused(
+            f"{target}: no worker can sandbox: every worker seen in the last {settings.RYSH_READY_WORKER_SECONDS}s "
+            "has no working bubblewrap (install it there: apt-get install bubblewrap); a workdir run never runs "
+            "unsandboxed unless an admin sets RYSH_SANDBOX=off for the installation"
+        )
     problem = sandbox_problem(config)
     if problem:
         raise RunRefused(

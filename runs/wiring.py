@@ -119,12 +119,27 @@ def sandbox_config() -> SandboxConfig:
     )
 
 
+def sandbox_missing() -> str | None:
+    """Why this machine cannot run a workdir run's commands sandboxed (no working bubblewrap),
+    or None: it can, or an admin set RYSH_SANDBOX=off. Asked once per process (a bubblewrap
+    installed since is seen once the workers restart)."""
+    return sandbox_problem(sandbox_config())
+
+
+def sandbox_state() -> str:
+    """What a worker's heartbeat says of its sandbox (/readyz reads it): a fixed word."""
+    if not sandbox_config().enabled:
+        return "off"
+    return "unavailable" if sandbox_missing() else "ok"
+
+
 def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
     """The run's working copy (made now on its first arming, found again on a continue) with
     the shell and file tools in it; the agent starts in the recipe's workdir."""
     config = sandbox_config()
     if config.enabled and (problem := sandbox_problem(config)):
-        # checked at start on the web's machine; this worker may differ: no sandbox, no run
+        # a worker that cannot sandbox leaves such a run queued (runs.worker.waits_for_a_sandbox);
+        # this holds should bubblewrap break between that check and the arming: no sandbox, no run
         raise RuntimeError(
             f"the sandbox cannot start on this worker ({problem}); a workdir run never runs unsandboxed "
             "unless an admin sets RYSH_SANDBOX=off"
@@ -151,6 +166,7 @@ def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
         cancelled=lambda: _stop_reason(run.pk),
         on_pass_end=pass_ended,
         notes=notes,
+        until_command=spec.until_command,
     )
 
 

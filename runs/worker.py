@@ -12,18 +12,18 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.models import Max, Q
+from django.db.models import Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from runs import events
 from runs.engine import Engine, finish_run
 from runs.ledger import settle_pending_steps
-from runs.models import Run, RunState
+from runs.models import Run, RunEvent, RunState
 from runs.quota_waits import quota_wake
 from runs.rejudge import rejudge_execute, rejudges_sweep_lost
 from runs.report import write_report
 from runs.services import enqueue_run, runs_sweep_lost
-from runs.wiring import arm_run
+from runs.wiring import arm_run, sandbox_missing
 from rysh_site import tracing
 
 log = logging.getLogger(__name__)
@@ -65,14 +65,17 @@ def requeue_stranded_runs(*, now=None) -> list[str]:
     restarted empty, a cluster was killed holding tasks it had taken off the queue, or the
     enqueue failed while the broker was down. Only when the broker's queue is empty (a task
     still waiting there may be theirs) and a run has waited RYSH_WORKER_LOST_SECONDS since it
-    was last queued. A task delivered twice is harmless: the claim is atomic."""
+    was last queued. A task delivered twice is harmless: the claim is atomic. A run that comes
+    back (one that waits for a worker that can sandbox) is said to be queued again once, not at
+    every sweep."""
     from django_q.brokers import get_broker  # the broker is configured only once Django is set up
 
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.RYSH_WORKER_LOST_SECONDS)
+    newest = RunEvent.objects.filter(run=OuterRef("pk")).order_by("-id").values("kind")[:1]
     waiting = list(
         Run.objects.filter(state=RunState.QUEUED)
-        .annotate(since=Max("events__created_at"))
+        .annotate(since=Max("events__created_at"), newest=Subquery(newest))
         .filter(Q(since__lt=cutoff) | Q(since__isnull=True, created_at__lt=cutoff))
     )
     if not waiting:
@@ -86,7 +89,8 @@ def requeue_stranded_runs(*, now=None) -> list[str]:
     said = []
     for run in waiting:
         waited = int((now - (run.since or run.created_at)).total_seconds())
-        events.record(run, "requeued", f"queued again: no task for it was left in the queue after {waited}s")
+        if run.newest != "requeued":
+            events.record(run, "requeued", f"queued again: no task for it was left in the queue after {waited}s")
         enqueue_run(run.pk)
         said.append(f"run #{run.pk}: queued {waited}s with no task left in the queue; queued again")
     return said
@@ -139,6 +143,8 @@ def execute(run_id: int, armed_for) -> None:
 
     `armed_for(run)` builds the ports; execute_run passes wiring.arm_run, tests their own.
     """
+    if waits_for_a_sandbox(run_id):
+        return
     now = timezone.now()
     # queued -> running happens once: a re-delivered task finds the run taken and leaves.
     claimed = Run.objects.filter(pk=run_id, state=RunState.QUEUED).update(
@@ -169,6 +175,25 @@ def execute(run_id: int, armed_for) -> None:
         finally:
             release_tools(run, armed.tools)
         settle_orphaned_steps(run)
+
+
+def waits_for_a_sandbox(run_id: int) -> bool:
+    """A worker that cannot sandbox never takes a workdir run (it would never run unsandboxed):
+    the run stays queued, unclaimed, for a worker that can, and says why once while it waits.
+    This worker drops the task; the sweeper queues the run again (requeue_stranded_runs), so
+    a bad worker sees it again at most once a sweep, never in a loop of its own."""
+    problem = sandbox_missing()
+    if problem is None:
+        return False
+    run = Run.objects.filter(pk=run_id, state=RunState.QUEUED, workspace__isnull=False).first()
+    if run is None:  # not a workdir run, or not queued: the claim decides as for any run
+        return False
+    log.warning("run %s left queued: this worker cannot sandbox (%s)", run_id, problem)
+    ran = run.events.filter(kind="running").order_by("-id").values_list("id", flat=True).first() or 0
+    if not run.events.filter(kind="waiting", id__gt=ran).exists():  # said once while it waits
+        said = f"waiting for a worker that can sandbox: this worker ({worker_label()}) has no working bubblewrap: {problem}"
+        events.record(run, "waiting", said, worker=worker_label())
+    return True
 
 
 def settle_orphaned_steps(run: Run) -> None:

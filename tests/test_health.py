@@ -20,6 +20,7 @@ from django.utils import timezone
 from django_q.conf import Conf
 from django_q.signing import SignedPackage
 
+from agents.sandbox import sandbox_problem
 from ops import health
 from runs.models import WorkerBeat
 from tests.e2e.stack import Stack
@@ -32,7 +33,7 @@ class Stat:
         self.cluster_id, self.status = "abc", status
 
 
-ALL_OK = {"database": "ok", "migrations": "ok", "workers": "ok", "broker": "ok", "recipes": "ok"}
+ALL_OK = {"database": "ok", "migrations": "ok", "workers": "ok", "sandbox": "ok", "broker": "ok", "recipes": "ok"}
 
 
 @pytest.fixture
@@ -133,6 +134,7 @@ def test_a_broken_database_is_named_not_described(client, recipes, monkeypatch):
         "database": "unreachable",
         "migrations": "skipped",
         "workers": "skipped",
+        "sandbox": "skipped",
         "broker": "skipped",
         "recipes": "ok",
     }
@@ -152,6 +154,26 @@ def test_the_heartbeat_is_throttled_and_removed_on_a_clean_stop(settings):
     health.beat("k", SignedPackage.dumps(Stat(Conf.STOPPING), True))
     assert not WorkerBeat.objects.exists()
     health.beat("k", "not a signed package")  # never raises into the cluster
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("sandbox", ["on", "off"])
+def test_a_worker_that_cannot_sandbox_is_not_ready_unless_the_sandbox_is_off(client, recipes, settings, sandbox):
+    settings.RYSH_SANDBOX_BWRAP = "/nonexistent/bwrap/at/a/secret/place"  # this worker has no bubblewrap
+    settings.RYSH_SANDBOX = sandbox
+    health._last_beat.clear()
+    sandbox_problem.cache_clear()
+    health.beat("k", SignedPackage.dumps(Stat(Conf.IDLE), True))  # its cluster's heartbeat, as its broker writes it
+    assert WorkerBeat.objects.get(cluster="abc").sandbox == ("unavailable" if sandbox == "on" else "off")
+    answer = client.get("/readyz")
+    if sandbox == "off":  # an admin chose unsandboxed commands: nothing stands in the way
+        assert (answer.status_code, answer.json()) == (200, {"status": "ready", "checks": ALL_OK})
+        return
+    assert answer.status_code == 503
+    assert answer.json() == {"status": "not ready", "checks": {**ALL_OK, "sandbox": "unavailable"}}
+    assert b"secret" not in answer.content  # a fixed word, never the probe's text
+    WorkerBeat.objects.filter(cluster="abc").update(seen=timezone.now() - timedelta(hours=1))
+    assert client.get("/readyz").json()["checks"]["sandbox"] == "ok"  # a worker gone is not counted
 
 
 def _readyz(port: int) -> tuple[int, dict]:
@@ -199,3 +221,46 @@ def test_a_fresh_install_is_ready_while_its_worker_runs():
         assert time.monotonic() - stopped < 3
     finally:
         stack.stop()
+
+
+def test_a_real_worker_without_bubblewrap_leaves_a_coding_run_queued_and_is_not_ready():
+    """daphne and a real qcluster whose machine has no bubblewrap: /readyz names the sandbox, the
+    offline coding demo's run waits queued and says why; a worker that can then runs it."""
+    stack = Stack(workers=1, extra_env={"RYSH_READY_WORKER_SECONDS": "3"})
+    try:
+        stack.setup()
+        stack.start_web()
+        pk = stack.run("fix-the-test")  # no worker seen yet: this machine's own bubblewrap decides
+        stack.env["RYSH_SANDBOX_BWRAP"] = "/nonexistent/bwrap"
+        stack.start_worker()
+        del stack.env["RYSH_SANDBOX_BWRAP"]
+        checks = _wait_until(stack.port, lambda body: body["checks"]["workers"] == "ok", 20)["checks"]
+        assert checks == {**ALL_OK, "sandbox": "unavailable"}
+        waiting = stack.query(f"""
+            from runs.models import Run
+            run = Run.objects.get(pk={pk})
+            print(json.dumps([run.state, list(run.events.filter(kind="waiting").values_list("message", flat=True))]))""")
+        assert waiting[0] == "queued" and len(waiting[1]) == 1
+        assert waiting[1][0].startswith("waiting for a worker that can sandbox: this worker (")
+        stack.stop_process("qcluster")
+        stack.start_worker()
+        _wait_for(stack.port, 200, 20)
+        stack.query("""
+            from datetime import timedelta
+            from django.utils import timezone
+            from runs.worker import requeue_stranded_runs
+            print(json.dumps(requeue_stranded_runs(now=timezone.now() + timedelta(minutes=5))))""")
+        row = stack.wait_run(pk, lambda r: r["state"] == "finished", timeout=90)
+        assert row["cause"] == "fulfilled", row
+    finally:
+        stack.stop()
+
+
+def _wait_until(port: int, predicate, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        _, body = _readyz(port)
+        if predicate(body) or time.monotonic() > deadline:
+            assert predicate(body), body
+            return body
+        time.sleep(0.25)

@@ -66,11 +66,15 @@ MOVED = {"automations_pass": "messages"}  # a column whose values moved to anoth
 ADDED = {
     "automations_recipeschedule": ("owner_id",),
     "automations_run": ("snapshots_pruned_at",),
-    "automations_pass": ("snapshot_at",),
+    "automations_pass": ("snapshot_at", "gate_status"),
     "budgets_ledgerentry": ("rejudge_id",),
 }
 # columns added since with a default: the default on every old row
-DEFAULTED = {"automations_step": {"thinking_blocks": 0, "thinking": ""}, "automations_run": {"trace_context": "{}"}}
+DEFAULTED = {
+    "automations_step": {"thinking_blocks": 0, "thinking": ""},
+    "automations_run": {"trace_context": "{}"},
+    "automations_pass": {"gate_command": "", "gate_output": ""},
+}
 # columns added since and filled from what was there: whose quota counted a run's calls (its
 # starter's, until a person continues or grants it)
 FILLED = {"automations_run": ("charged_to_id",), "budgets_ledgerentry": ("charged_to_id",)}
