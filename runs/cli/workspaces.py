@@ -3,6 +3,8 @@ copy (docs/coding-loops.md)."""
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from django.core.management.base import CommandError
 
 from runs.cli.common import Cli
@@ -47,7 +49,7 @@ def _workspace(cli: Cli, target: str, options, verb: str) -> Workspace:
     recipe's latest run."""
     run = cli.run(f"#{options['run_id'].lstrip('#')}" if options.get("run_id") else target, states=None)
     named = target and not target.lstrip("#").isdigit()
-    if named and run.name != target:
+    if named and run.name not in (target, PurePath(target).stem if target.endswith(".md") else target):
         raise CommandError(
             f"run #{run.pk} is a run of {run.target}, not of {cli.kind}/{target}: "
             f"name its own recipe (auto {run.kind} {verb} {run.name} --run {run.pk})"

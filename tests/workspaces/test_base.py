@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from catalogue.checks import extra_issues
 from catalogue.models import Recipe
 from catalogue.recipe import parse_recipe
 from catalogue.sync import recipes_sync
@@ -33,6 +34,11 @@ BASED = """
     ---
     Make the failing test pass by fixing the code, never the test.
 """
+
+
+def parse_recipe_issues(path: Path):
+    """What `auto task check` adds to the reader's own errors (the checks that need the repository)."""
+    return extra_issues(parse_recipe(path.read_text(), path=str(path)))
 
 
 def commit_more(repo: Path, name: str = "pkg/test_more.py") -> str:
@@ -160,9 +166,3 @@ def test_the_web_form_and_the_api_take_a_base(code_repo, api_as):  # noqa: F811
     api = api_as("operator", "operate")
     answer = api.post("/api/runs", {"kind": "task", "name": "fix", "base": "release", "dry_run": True})
     assert any(f"from release at {first[:8]}" in line for line in answer.json()["lines"])
-
-
-def parse_recipe_issues(path: Path):
-    from catalogue.checks import extra_issues
-
-    return extra_issues(parse_recipe(path.read_text(), path=str(path)))

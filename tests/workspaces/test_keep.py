@@ -131,3 +131,19 @@ def test_the_page_offers_keep_again_once_a_kept_copy_changed(start_fix):
     page = editor.get(f"/runs/{run.pk}/").content.decode()
     assert "Keep</button>" in page and "The copy changed since: Keep again" in page
     assert "Discard</button>" not in page  # a kept copy is not discarded
+
+
+def test_keep_as_from_the_page_after_a_refusal(start_fix, code_repo):
+    run = fixed_run(start_fix)
+    branch = run.workspace.branch
+    theirs = other_work(code_repo, branch)
+    editor = client_for(user_with("editor"))
+    refused = editor.post(f"/runs/{run.pk}/workspace/keep/", HTTP_HX_REQUEST="true").content.decode()
+    assert "never overwritten" in refused and f'value="{branch}-2"' in refused  # the answer carries the offer
+    kept = editor.post(f"/runs/{run.pk}/workspace/keep/", {"branch": f"{branch}-2"}, HTTP_HX_REQUEST="true")
+    assert "kept as" in kept.content.decode()
+    workspace = Workspace.objects.get(run=run)
+    assert (
+        workspace.kept_branch == f"{branch}-2" and git(code_repo, "rev-parse", f"{branch}-2") == workspace.kept_commit
+    )
+    assert git(code_repo, "rev-parse", branch) == theirs
