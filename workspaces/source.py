@@ -25,6 +25,7 @@ from catalogue.repo import GitRepo, RepoError, open_repo
 
 # an abbreviated or whole commit id; any other ref is looked up only as a branch or a tag
 _COMMIT_RE = re.compile(r"[0-9a-fA-F]{4,64}\Z")
+MAX_REF = 250  # what Workspace.base_ref records
 
 
 class SourceError(Exception):
@@ -51,6 +52,8 @@ def source_for(*, recipe_path: str, ref: str | None = None, catalogue: bool = Fa
     """The repository and commit a run's copy comes from (see the module's doc). `catalogue`:
     the recipe is the catalogue's (the recipes repository, whatever its path says); `fetch`:
     bring a mirror up to date first (a run's arming; a recipe check reads what is there)."""
+    if ref is not None and (not ref.strip() or len(ref) > MAX_REF or ref.startswith("-")):
+        raise SourceError(f"expected the name of a branch, tag or commit (at most {MAX_REF} characters)")
     path = Path(recipe_path)
     if not catalogue and path.is_file():
         return _file_repo(path, ref)

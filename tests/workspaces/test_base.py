@@ -166,3 +166,10 @@ def test_the_web_form_and_the_api_take_a_base(code_repo, api_as):  # noqa: F811
     api = api_as("operator", "operate")
     answer = api.post("/api/runs", {"kind": "task", "name": "fix", "base": "release", "dry_run": True})
     assert any(f"from release at {first[:8]}" in line for line in answer.json()["lines"])
+
+
+def test_a_base_that_is_no_name_is_refused_before_git_sees_it(start_fix):
+    for bad in ("-c", "x" * 300, "  "):
+        with pytest.raises(services.RunRefused, match="expected the name of a branch, tag or commit"):
+            start_fix(base=bad)
+    assert not Run.objects.exists()
