@@ -9,6 +9,7 @@ a tool error; nothing here raises into the engine.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import re
 import shlex
@@ -22,6 +23,8 @@ from agents.ports import GateOutcome, ToolResult
 from agents.sandbox import Sandbox, SandboxUnavailable
 from agents.task_tools import ResultsTools
 from budgets.guard import cut_marker
+
+log = logging.getLogger(__name__)
 
 BASH_TOOL = {
     "name": "bash",
@@ -48,6 +51,13 @@ POLL_SECONDS = 0.1
 # of a gate command's output, the last this many characters are kept (what a failing test
 # suite says last: the failures and the summary)
 GATE_TAIL_CHARS = 8000
+# tools that may change files in the copy: after one, the copy is measured for the run page
+WRITERS = frozenset({"bash", "edit", "file_write"})
+# measuring the copy is a `git add -A` on a throwaway index: after one slower than SLOW_MEASURE
+# seconds (a large tree) the next waits MEASURE_GAP_FACTOR times as long, so the run page's live
+# diff never costs the agent much of its time
+SLOW_MEASURE = 0.25
+MEASURE_GAP_FACTOR = 10
 # what stands before the command itself in a simple command: `FOO=1 env nice git push`
 _WRAPPERS = frozenset({"env", "exec", "command", "nohup", "time", "nice", "sudo", "builtin", "xargs"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -66,6 +76,7 @@ class CodingTools:
         command_timeout: float,
         cancelled: Callable[[], str | None] = lambda: None,
         on_pass_end: Callable[[int], str | None] | None = None,
+        on_change: Callable[[], object] | None = None,
         notes: list[str] | None = None,
         until_command: str | None = None,
     ):
@@ -80,6 +91,7 @@ class CodingTools:
         self.until_command = until_command  # the pass's gate: must exit 0 for the pass to count as done
         self.deadline: float | None = None  # time.monotonic() when the leg's clock runs out (the engine sets it)
         self._diff_stat: dict[int, str] = {}
+        self.measure = Throttled(on_change) if on_change is not None else None
 
     @property
     def room_chars(self) -> int | None:
@@ -94,6 +106,13 @@ class CodingTools:
         return [BASH_TOOL, *FILE_TOOLS, *self.results.specs()]
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        result = self._call(name, arguments)
+        if self.measure is not None:
+            # a failed edit or write changed nothing; a failed command may have
+            self.measure(due=name == "bash" or (name in WRITERS and not result.is_error))
+        return result
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         if not isinstance(arguments, dict):
             return ToolResult(f"{name}: arguments must be an object", is_error=True)
         if name == "bash":
@@ -192,6 +211,28 @@ class CodingTools:
     def judge_evidence(self, number: int) -> list[tuple[str, str]]:
         stat = self._diff_stat.get(number)
         return [("diff_stat", stat or "(no change to the working copy)")] if stat is not None else []
+
+
+class Throttled:
+    """Measures the copy (the run page's live diff) after each tool call that may have written;
+    after a slow measurement, one that falls inside the gap is owed and made at the first call
+    after it (the pass's end measures anyway). A failure is logged, never the agent's."""
+
+    def __init__(self, measure: Callable[[], object], clock: Callable[[], float] = time.monotonic):
+        self._measure, self._clock = measure, clock
+        self.owed, self.next_at = False, 0.0
+
+    def __call__(self, *, due: bool) -> None:
+        self.owed = self.owed or due
+        if not self.owed or self._clock() < self.next_at:
+            return
+        started = self._clock()
+        try:
+            self._measure()
+        except Exception:
+            log.warning("the working copy could not be measured mid-pass", exc_info=True)
+        took = self._clock() - started
+        self.owed, self.next_at = False, started + (MEASURE_GAP_FACTOR * took if took > SLOW_MEASURE else 0.0)
 
 
 def _search_in_child(files: FileTools, name: str, arguments: dict, send) -> None:

@@ -18,9 +18,11 @@ KIND_CHOICES = [("", "all kinds"), *((kind.value, kind.value) for kind in Kind)]
 
 class RunForm(forms.Form):
     """Start (or preview) a run: a text field per argument the recipe asks for, in its order
-    (`arg_0`, `arg_1`…), and headless."""
+    (`arg_0`, `arg_1`…), headless, and for a coding recipe the commit its copy starts from."""
 
     headless = forms.BooleanField(required=False, initial=True)
+    # a branch, tag or commit (`--base`); empty: the recipe's `base:`, else the recipes branch
+    base = forms.CharField(required=False, max_length=300, label="base")
 
     def __init__(self, *args: Any, arg_names: Sequence[str], **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -28,11 +30,15 @@ class RunForm(forms.Form):
         for key, name in zip(self.arg_keys, arg_names):
             # strip=False: an argument reaches the prompt exactly as typed
             self.fields[key] = forms.CharField(label=name, strip=False)
-        self.order_fields([*self.arg_keys, "headless"])
+        self.order_fields([*self.arg_keys, "headless", "base"])
 
     @property
     def arg_fields(self) -> list[forms.BoundField]:
         return [self[key] for key in self.arg_keys]
+
+    def base_ref(self) -> str | None:
+        self.is_valid()
+        return (self.cleaned_data.get("base") or "").strip() or None
 
     def recipe_args(self) -> list[str]:
         """The arguments in order. Also for a preview, which shows the plan before every field

@@ -132,11 +132,13 @@ def _workspace_lines(run) -> list[str]:
     workspace = Workspace.objects.filter(run=run).first() if run.pk else None
     if workspace is None:
         return []
+    version = run.recipe_version.commit_sha[:12] if run.recipe_version_id else None
     lines = [
         "## Working copy",
         "",
-        f"- branch `{workspace.branch}` from {workspace.source} at {workspace.base_commit[:12]}; "
-        f"the agent worked in `{workspace.workdir}`",
+        f"- from {workspace.source}, `{workspace.base_ref or 'its commit'}` at {workspace.base_commit[:12]} "
+        + (f"(recipe version {version})" if version else f"(recipe file {run.recipe_path})"),
+        f"- branch `{workspace.branch}`; the agent worked in `{workspace.workdir}`",
         "- sandbox: "
         + (
             "bubblewrap (the copy alone writable, no network, a cleared environment)"
@@ -144,7 +146,7 @@ def _workspace_lines(run) -> list[str]:
             else "**OFF** (RYSH_SANDBOX=off): commands ran unsandboxed, as the worker"
         ),
         f"- state: {workspace.state}"
-        + (f", kept as {workspace.kept_commit[:12]}" if workspace.kept_commit else "")
+        + (f", kept as {workspace.kept_commit[:12]} on `{workspace.kept_branch}`" if workspace.kept_commit else "")
         + (f", pushed to {workspace.pushed_to}" if workspace.pushed_to else ""),
     ]
     if workspace.carried_from_id:
@@ -152,7 +154,7 @@ def _workspace_lines(run) -> list[str]:
     lines += ["", "Diff stat (the whole run, against the commit it started from):", "", "```"]
     lines += stat_lines(workspace.stat)
     if not workspace.stat:
-        lines.append("(no change measured yet)")
+        lines.append("(no change)" if run.is_finished else "(no change yet)")
     return [*lines, "```", ""]
 
 

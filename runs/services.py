@@ -41,7 +41,8 @@ from runs.selectors import run_pruned, worker_sandboxes
 from runs.signals import run_paused
 from runs.wiring import sandbox_config, site_url
 from workspaces.models import WorkspaceState
-from workspaces.services import WorkspaceRefused, workspace_arm
+from workspaces.services import WorkspaceRefused, workspace_arm, workspace_carries, workspace_source
+from workspaces.source import Source as CopySource
 
 log = logging.getLogger(__name__)
 EXECUTE_FUNC = "runs.worker.execute_run"  # the worker's entry point, queued by path
@@ -129,8 +130,11 @@ def run_start(
     dry_run: bool = False,
     resumed_from: Run | None = None,
     schedule: str = "",
+    base: str | None = None,
 ) -> Run | DryRun:
-    """Arm and queue a run, or refuse with a clear message before anything is spent."""
+    """Arm and queue a run, or refuse with a clear message before anything is spent. `base`:
+    the branch, tag or commit a coding run's copy starts from (`--base`; else the recipe's
+    `base:`, else the head of the recipes branch)."""
     source = recipe_source(kind=kind, name_or_path=name_or_path)
     try:
         spec, plan = arm(source.text, path=source.path, kind=kind, overrides=overrides or {})
@@ -152,11 +156,11 @@ def run_start(
             f"RYSH_CHROMIUM is {settings.RYSH_CHROMIUM}, which does not exist; install "
             "Chromium (make install) or unset RYSH_CHROMIUM to use Playwright's own"
         )
-    if spec.workdir is not None:
-        _refuse_without_sandbox(spec.target)
+    copy_source = _copy_source(spec, source, base, resumed_from)
     executor, judge = models_for(spec)
     if dry_run:
-        return DryRun(_dry_run_lines(spec, plan, source, args, str(output_dir), executor, judge, user=user))
+        lines = _dry_run_lines(spec, plan, source, args, str(output_dir), executor, judge, user=user, copy=copy_source)
+        return DryRun(lines)
     try:
         chosen = choose_provider(provider, target=spec.target, script=source.script)
         if chosen == "anthropic":
@@ -181,7 +185,40 @@ def run_start(
         output_dir=output_dir,
         resumed_from=resumed_from,
         schedule=schedule,
+        copy_source=copy_source,
     )
+
+
+def _copy_source(spec, source: RecipeSource, base: str | None, resumed_from: Run | None) -> CopySource | None:
+    """Where a coding run's copy starts, resolved now (docs/coding-loops.md): None for a run
+    without workdir, or a resume that carries its predecessor's copy over."""
+    if spec.workdir is None:
+        if base:
+            raise RunRefused(f"{spec.target}: --base applies to a coding recipe (workdir:); this one has none")
+        return None
+    _refuse_without_sandbox(spec.target)
+    if workspace_carries(resumed_from):
+        return None
+    try:
+        return workspace_source(
+            target=spec.target,
+            recipe_path=source.path,
+            workdir=spec.workdir,
+            base=base or spec.base,
+            catalogue=source.version is not None,
+            asked="--base" if base else f"base (line {spec.base_line})",
+        )
+    except WorkspaceRefused as exc:
+        raise RunRefused(str(exc)) from None
+
+
+def _copy_origin(source: RecipeSource, copy: CopySource | None) -> str:
+    """Which commit a coding run's copy starts from, the recipe version that runs beside it."""
+    if copy is None:
+        return ""
+    version = f"recipe version {source.version.commit_sha[:8]}" if source.version else f"recipe file {source.path}"
+    note = f" ({copy.note})" if copy.note else ""
+    return f" from {copy.ref} at {copy.commit[:8]} of {copy.shown} ({version}){note}"
 
 
 def _refuse_without_sandbox(target: str) -> None:
@@ -224,7 +261,10 @@ def _create_run(
     output_dir,
     resumed_from,
     schedule,
+    copy_source,
 ) -> Run:
+    if copy_source is not None and copy_source.note:
+        source.notes.append(copy_source.note)
     try:
         with transaction.atomic():
             run = Run.objects.create(
@@ -249,12 +289,7 @@ def _create_run(
                 resumed_from=resumed_from,
             )
             if spec.workdir is not None:
-                workspace_arm(
-                    run=run,
-                    workdir=spec.workdir,
-                    commit=source.version.commit_sha if source.version else None,
-                    sandboxed=sandbox_config().enabled,
-                )
+                workspace_arm(run=run, workdir=spec.workdir, source=copy_source, sandboxed=sandbox_config().enabled)
     except WorkspaceRefused as exc:
         raise RunRefused(str(exc)) from None
     except IntegrityError:
@@ -277,7 +312,7 @@ def _create_run(
     return run
 
 
-def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, user=None) -> list[str]:
+def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, user=None, copy=None) -> list[str]:
     lines = [f"dry run: {spec.target}  (nothing is changed)"]
     lines += [f"  note: {n}" for n in source.notes]
     lines += ["", "prompt:", *("  " + line for line in first_message(spec, args, output_dir).splitlines()), ""]
@@ -299,7 +334,8 @@ def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, use
             lines.append(f"approval needed for: {', '.join(spec.approve)}")
     if spec.workdir is not None:
         lines.append(
-            f"working copy: its own copy of the repository, working in {spec.workdir}; commands "
+            f"working copy: its own copy of the repository{_copy_origin(source, copy)}, working in {spec.workdir}; "
+            "commands "
             + ("in the bubblewrap sandbox" if sandbox_config().enabled else "UNSANDBOXED (RYSH_SANDBOX=off)")
         )
         if spec.approve:

@@ -23,7 +23,7 @@ from runs.models import Control, Run, Step
 from toolservers.models import ToolServer
 from toolservers.services import config_of, record_listing
 from workspaces.selectors import stat_lines
-from workspaces.services import workspace_open, workspace_pass_ended
+from workspaces.services import workspace_measure, workspace_open, workspace_pass_ended
 
 
 def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = None) -> Armed:
@@ -144,7 +144,7 @@ def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
             f"the sandbox cannot start on this worker ({problem}); a workdir run never runs unsandboxed "
             "unless an admin sets RYSH_SANDBOX=off"
         )
-    workspace, copy = workspace_open(run=run)
+    workspace, copy = workspace_open(run=run, sandboxed=config.enabled)
     sandbox = Sandbox(copy.tree, config=config, readonly=[(copy.git_dir, copy.tree / ".git")])
     notes = [
         "commands run in a bubblewrap sandbox: the working copy alone is writable, no network, a cleared environment"
@@ -165,6 +165,7 @@ def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
         command_timeout=settings.RYSH_COMMAND_TIMEOUT,
         cancelled=lambda: _stop_reason(run.pk),
         on_pass_end=pass_ended,
+        on_change=lambda: workspace_measure(workspace=workspace),  # the run page's live diff
         notes=notes,
         until_command=spec.until_command,
     )

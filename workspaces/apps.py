@@ -10,6 +10,6 @@ class WorkspacesConfig(AppConfig):
 
     def ready(self) -> None:
         from catalogue.checks import register  # the catalogue's hook: it cannot import workspaces
-        from workspaces.checks import workdir_issues  # reads settings: after the registry is ready
+        from workspaces.checks import working_copy_issues  # reads settings: after the registry is ready
 
-        register(workdir_issues)
+        register(working_copy_issues)

@@ -5,9 +5,11 @@ A copy is a folder `home` holding two things:
 - `home/tree`: the working tree, the agent's. Commands run in it, read-write, in the sandbox.
 - `home/git`: its git directory, ours. The sandbox mounts it read-only at `tree/.git`, so
   `git status` and `git diff` work inside while the agent can change neither the config nor
-  the hooks nor the refs. Outside the sandbox we always name both (`--git-dir`, `--work-tree`),
-  so nothing the agent writes into the tree (a `.git` of its own, `.gitattributes`) can make
-  our git run a program: filters, diff drivers and fsmonitor live in config, which is ours.
+  the hooks nor the refs. With the sandbox off (an admin's choice) `tree/.git` is a gitfile
+  naming it instead, so git works in the agent's commands there too. Our own git calls always
+  name both (`--git-dir`, `--work-tree`), so nothing the agent writes into the tree (a `.git`
+  of its own, `.gitattributes`) can make our git run a program: filters, diff drivers and
+  fsmonitor live in config, which is ours.
 
 The copy is made with its own object store (`fetch` of the one commit, no hard links), so
 nothing done inside can reach the recipes repository's objects, branches or checkout.
@@ -34,6 +36,10 @@ CACHES = ("__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/", ".ruff_cach
 
 class CopyError(Exception):
     """The copy could not be made or read; the message says what git said."""
+
+
+class BranchMoved(CopyError):
+    """A non-forced push refused: the branch there is not an ancestor of what was pushed."""
 
 
 @dataclass(frozen=True)
@@ -70,12 +76,21 @@ class FileStat:
 
 
 def git(copy: Copy, *args: str, env: dict | None = None, input: str | None = None, ok=(0,)) -> str:
+    done = run_git(copy, *args, env=env, input=input)
+    if done.returncode not in ok:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise CopyError(f"git {args[0]} failed: {said[-1] if said else f'exit {done.returncode}'}")
+    return done.stdout
+
+
+def run_git(copy: Copy, *args: str, env: dict | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+    """git on the copy, whatever its exit status (`git` raises on an unexpected one)."""
     full = {
         k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP
     }  # an inherited GIT_DIR would point git elsewhere
     full.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", **(env or {}))
     try:
-        done = subprocess.run(
+        return subprocess.run(
             ["git", f"--git-dir={copy.git_dir}", f"--work-tree={copy.tree}", *_SAFE, *args],
             capture_output=True,
             text=True,
@@ -87,10 +102,6 @@ def git(copy: Copy, *args: str, env: dict | None = None, input: str | None = Non
         )
     except OSError as exc:
         raise CopyError(f"cannot run git: {exc}") from None
-    if done.returncode not in ok:
-        said = (done.stderr or done.stdout).strip().splitlines()
-        raise CopyError(f"git {args[0]} failed: {said[-1] if said else f'exit {done.returncode}'}")
-    return done.stdout
 
 
 def create(home: Path, *, source: Path, commit: str, branch: str) -> Copy:
@@ -129,15 +140,40 @@ def _run(command: list[str]) -> None:
         raise CopyError(f"{command[0]} {command[1]} failed: {done.stderr.strip() or done.returncode}")
 
 
+def prepare_git(copy: Copy, *, sandboxed: bool) -> None:
+    """`tree/.git` as the agent's commands need it: the sandbox's mount point, or without the
+    sandbox a gitfile naming the copy's git directory (made again each time a worker takes the
+    copy: whatever a command left there is replaced)."""
+    if sandboxed:
+        ensure_mount_point(copy)
+    else:
+        link_git(copy)
+
+
 def ensure_mount_point(copy: Copy) -> None:
     """`tree/.git` must be an empty folder for the sandbox to mount the git directory on: an
     agent's command cannot remove it (it is a mount point inside), a file tool refuses it."""
     mount = copy.tree / ".git"
-    if mount.is_symlink() or (mount.exists() and not mount.is_dir()):
-        mount.unlink()
+    _clear_unless_folder(mount)
     if mount.is_dir() and any(mount.iterdir()):
         shutil.rmtree(mount)
     mount.mkdir(exist_ok=True)
+
+
+def link_git(copy: Copy) -> None:
+    """`tree/.git` as a gitfile (`gitdir: …`): git run anywhere in the tree finds the copy's git
+    directory, whose core.worktree is the tree. Only without the sandbox, whose commands may
+    write there anyway."""
+    link = copy.tree / ".git"
+    _clear_unless_folder(link)
+    if link.is_dir():
+        shutil.rmtree(link)
+    link.write_text(f"gitdir: {copy.git_dir}\n")
+
+
+def _clear_unless_folder(path: Path) -> None:
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
 
 
 def snapshot(copy: Copy) -> str:
@@ -223,9 +259,56 @@ def rename_branch(copy: Copy, old: str, new: str) -> None:
         git(copy, "branch", "-m", old, new)
 
 
-def push(copy: Copy, *, branch: str, destination: str | Path) -> None:
-    """The branch to another repository (a git directory or a checkout), never forced."""
-    git(copy, "push", "--quiet", "--porcelain", str(destination), f"refs/heads/{branch}:refs/heads/{branch}")
+def valid_branch(name: str) -> bool:
+    """A name git takes for a branch (`git check-ref-format --branch`), and no option."""
+    if not name or name.startswith("-"):
+        return False
+    done = subprocess.run(["git", "check-ref-format", "--branch", name], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def branch_tips(copy: Copy, destination: str | Path, branch: str) -> dict[str, str]:
+    """The branches of another repository named `branch` or starting with it (`…-2`), with
+    their commits: what a keep may not overwrite, and which names are free."""
+    out = git(copy, "ls-remote", "--heads", "--", str(destination), f"refs/heads/{branch}*")
+    return parse_heads(out)
+
+
+def parse_heads(listing: str) -> dict[str, str]:
+    """`git ls-remote` lines (`<sha>\trefs/heads/<name>`) as {name: sha}."""
+    tips = {}
+    for line in listing.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref.startswith("refs/heads/"):
+            tips[ref.removeprefix("refs/heads/")] = sha
+    return tips
+
+
+def contains(copy: Copy, ancestor: str, commit: str) -> bool:
+    """`ancestor` is in `commit`'s history. A commit the copy does not have never is: the copy
+    holds the whole history it was made from, and everything made in it."""
+    known = run_git(copy, "cat-file", "-t", ancestor)
+    if known.returncode or known.stdout.strip() != "commit":
+        return False
+    return run_git(copy, "merge-base", "--is-ancestor", ancestor, commit).returncode == 0
+
+
+def push(copy: Copy, *, commit: str, destination: str | Path, branch: str) -> None:
+    """`commit` to another repository's `branch` (a git directory or a checkout), never forced:
+    the branch is made, or moved forward; anything else is refused (BranchMoved)."""
+    done = run_git(copy, "push", "--porcelain", "--", str(destination), f"{commit}:refs/heads/{branch}")
+    if done.returncode == 0:
+        return
+    if rejected(done):
+        raise BranchMoved(f"{branch} in {destination} holds commits this work does not (it moved meanwhile)")
+    said = (done.stderr or done.stdout).strip().splitlines()
+    raise CopyError(f"git push failed: {said[-1] if said else f'exit {done.returncode}'}")
+
+
+def rejected(done: subprocess.CompletedProcess) -> bool:
+    """A push git refused as not a fast-forward (it says so on either stream)."""
+    said = done.stdout + done.stderr
+    return "[rejected]" in said or "non-fast-forward" in said or "fetch first" in said
 
 
 def remove(copy: Copy) -> None:

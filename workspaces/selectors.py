@@ -17,19 +17,21 @@ def workspace_of(run) -> Workspace | None:
 
 
 def workspace_context(run, can: frozenset[str]) -> dict:
-    """The run page's "Changes" section: the whole run's stat as last measured (each pass's
-    end), and whether this person may keep or discard the work."""
+    """The run page's "Changes" section: the whole run's stat as last measured (after each tool
+    call that may write, and at each pass's end), and the buttons the copy's state allows this
+    person: Keep while there is work not kept yet, Discard on a finished run's unkept work."""
     workspace = workspace_of(run) if run.kind == "task" else None
     if workspace is None:
         return {}
     stat = workspace.stat
+    settled = "edit" in can and workspace.on_disk and workspace.changed
     return {
         "workspace": workspace,
         "changes": stat,
         "changes_added": sum(row["added"] or 0 for row in stat),
         "changes_removed": sum(row["removed"] or 0 for row in stat),
-        "can_keep": "edit" in can and workspace.on_disk and run.state in ("paused", "finished"),
-        "can_discard": "edit" in can and workspace.on_disk and run.state == "finished",
+        "can_keep": settled and run.state in ("paused", "finished") and not workspace.kept_as_is,
+        "can_discard": settled and run.state == "finished" and workspace.state == WorkspaceState.ACTIVE,
     }
 
 

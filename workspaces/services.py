@@ -16,17 +16,19 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_record
-from catalogue.repo import RepoError, open_repo, redact
+from catalogue.repo import RepoError, open_repo
 from workspaces import copies
-from workspaces.copies import Copy, CopyError
-from workspaces.models import Workspace, WorkspacePass, WorkspaceState
+from workspaces.copies import BranchMoved, Copy, CopyError
+from workspaces.destination import Destination, destination_of
+from workspaces.models import Workspace, WorkspacePass, WorkspaceState, installation_key
 from workspaces.signals import workspace_noted
-from workspaces.source import SourceError, source_for
+from workspaces.source import Source, SourceError, source_for
 
 if TYPE_CHECKING:  # the run a copy belongs to; runs sits above workspaces
     from runs.models import Run
 
 log = logging.getLogger(__name__)
+ON_DISK = (WorkspaceState.ACTIVE, WorkspaceState.KEPT)
 
 
 class WorkspaceRefused(Exception):
@@ -34,13 +36,38 @@ class WorkspaceRefused(Exception):
 
 
 def branch_for(run: Run) -> str:
-    return f"rysh/{run.name}/run-{run.pk}"
+    """The run's own branch; the installation's key keeps two databases that both count runs
+    from 1 off each other's branches in a repository they share."""
+    return f"rysh/{run.name}/{installation_key()}-run-{run.pk}"
 
 
-def workspace_arm(*, run: Run, workdir: str, commit: str | None, sandboxed: bool) -> Workspace:
+def workspace_source(
+    *, target: str, recipe_path: str, workdir: str, base: str | None, catalogue: bool, asked: str = "base"
+) -> Source:
+    """Where a run's copy would start, resolved now (a mirror fetched first): the head of
+    `base` or, without one, of the recipes branch (a recipe file: its repository's HEAD).
+    `asked` names where `base` came from in a refusal (`base` of the recipe, or `--base`)."""
+    try:
+        source = source_for(recipe_path=recipe_path, ref=base, catalogue=catalogue, fetch=True)
+    except SourceError as exc:
+        said = f"{asked} {base!r}: {exc}" if base else f"workdir: {exc}"
+        raise WorkspaceRefused(f"{target}: {said}") from None
+    if not source.has_folder(workdir):
+        raise WorkspaceRefused(
+            f"{target}: workdir {workdir!r} is no folder of {source.shown} at {source.commit[:8]} ({source.ref})"
+        )
+    return source
+
+
+def workspace_carries(run: Run | None) -> bool:
+    """A resume of `run` takes its copy over (it is still on disk): nothing to resolve."""
+    return run is not None and Workspace.objects.filter(run=run, state__in=ON_DISK).exists()
+
+
+def workspace_arm(*, run: Run, workdir: str, source: Source | None, sandboxed: bool) -> Workspace:
     """The run's copy chosen at start (the copy itself is made by the worker that takes it):
-    a resume carries its predecessor's copy over; any other run gets a fresh one at `commit`
-    (the recipe version's) or, for a recipe file, at its repository's HEAD."""
+    a resume carries its predecessor's copy over; any other run gets a fresh one at
+    `source.commit` (workspace_source, resolved before the run's transaction)."""
     previous = _carried(run)
     if previous is not None:
         # handed over now, in the transaction that creates the resume: the old run can no
@@ -54,24 +81,20 @@ def workspace_arm(*, run: Run, workdir: str, commit: str | None, sandboxed: bool
             branch=branch_for(run),
             source=previous.source,
             source_path=previous.source_path,
+            base_ref=previous.base_ref,
             base_commit=previous.base_commit,
             sandboxed=sandboxed,
         )
-    try:
-        source = source_for(recipe_path=run.recipe_path, commit=commit)
-    except SourceError as exc:
-        raise WorkspaceRefused(f"{run.target}: workdir: {exc}") from None
-    if not source.has_folder(workdir):
-        raise WorkspaceRefused(
-            f"{run.target}: workdir {workdir!r} is no folder of {source.shown} at {source.commit[:8]}"
-        )
+    if source is None:  # the copy it would have carried went meanwhile (a discard, retention)
+        raise WorkspaceRefused(f"{run.target}: the working copy to carry over went meanwhile; start it again")
     return Workspace.objects.create(
         run=run,
         home=str(Path(settings.RYSH_WORKSPACES_DIR) / str(run.pk)),
         workdir=workdir,
         branch=branch_for(run),
         source=source.shown,
-        source_path="" if commit or not Path(run.recipe_path).is_file() else source.location,
+        source_path="" if source.recipes_repo else source.location,
+        base_ref=source.ref,
         base_commit=source.commit,
         sandboxed=sandboxed,
     )
@@ -81,16 +104,13 @@ def _carried(run: Run) -> Workspace | None:
     """The copy a resume takes over: its predecessor's, when that is still on disk."""
     if run.resumed_from_id is None:
         return None
-    return (
-        Workspace.objects.filter(run_id=run.resumed_from_id, state__in=[WorkspaceState.ACTIVE, WorkspaceState.KEPT])
-        .select_for_update()
-        .first()
-    )
+    return Workspace.objects.filter(run_id=run.resumed_from_id, state__in=ON_DISK).select_for_update().first()
 
 
-def workspace_open(*, run: Run) -> tuple[Workspace, Copy]:
+def workspace_open(*, run: Run, sandboxed: bool = True) -> tuple[Workspace, Copy]:
     """The worker's side: the copy made (or taken over) on first arming, found again on a
-    continue or after a lost worker. Raises WorkspaceRefused when it cannot be had."""
+    continue or after a lost worker, its `.git` as this worker's commands need it (`sandboxed`:
+    RYSH_SANDBOX here). Raises WorkspaceRefused when it cannot be had."""
     workspace = Workspace.objects.select_related("carried_from").get(run=run)
     copy = Copy(Path(workspace.home))
     if workspace.state == WorkspaceState.PENDING:
@@ -98,11 +118,14 @@ def workspace_open(*, run: Run) -> tuple[Workspace, Copy]:
             _make(workspace, copy)
         except (CopyError, SourceError, RepoError, OSError) as exc:
             raise WorkspaceRefused(f"the working copy could not be made: {exc}") from None
-    elif workspace.state not in (WorkspaceState.ACTIVE, WorkspaceState.KEPT):
+    elif workspace.state not in ON_DISK:
         raise WorkspaceRefused(f"the working copy of run #{run.pk} was {workspace.get_state_display()}")
     if not copy.exists:
         raise WorkspaceRefused(f"the working copy of run #{run.pk} is gone from {copy.home}")
-    copies.ensure_mount_point(copy)
+    copies.prepare_git(copy, sandboxed=sandboxed)
+    if workspace.sandboxed and not sandboxed:  # once unsandboxed, the run says so for good
+        Workspace.objects.filter(pk=workspace.pk).update(sandboxed=False)
+        workspace.sandboxed = False
     return workspace, copy
 
 
@@ -122,14 +145,27 @@ def _make(workspace: Workspace, copy: Copy) -> None:
     _activate(workspace, copies.tree_of(copy, workspace.base_commit))
     _note(
         workspace.run,
-        f"working copy of {workspace.source} at {workspace.base_commit[:8]} on branch {workspace.branch}; "
-        f"the agent works in {workspace.workdir}",
+        f"working copy of {workspace.source} from {workspace.base_ref or 'its commit'} at "
+        f"{workspace.base_commit[:8]} on branch {workspace.branch}; the agent works in {workspace.workdir}",
     )
 
 
 def _activate(workspace: Workspace, start_tree: str) -> None:
-    workspace.state, workspace.start_tree = WorkspaceState.ACTIVE, start_tree
-    workspace.save(update_fields=["state", "start_tree"])
+    workspace.state, workspace.start_tree, workspace.tree = WorkspaceState.ACTIVE, start_tree, start_tree
+    workspace.save(update_fields=["state", "start_tree", "tree"])
+
+
+def workspace_measure(*, workspace: Workspace) -> bool:
+    """The copy measured now, mid-pass (after a tool call that may have written): the whole
+    run's stat brought up to date for the run page. True when it changed since last measured."""
+    copy = Copy(Path(workspace.home))
+    tree = copies.snapshot(copy)
+    if tree == workspace.tree:
+        return False
+    whole = [s.row() for s in copies.stat(copy, workspace.base_commit, tree)]
+    Workspace.objects.filter(pk=workspace.pk).update(stat=whole, tree=tree)
+    workspace.stat, workspace.tree = whole, tree
+    return True
 
 
 def workspace_pass_ended(*, workspace: Workspace, pass_number: int) -> list[dict]:
@@ -149,66 +185,132 @@ def workspace_pass_ended(*, workspace: Workspace, pass_number: int) -> list[dict
         WorkspacePass.objects.update_or_create(
             workspace=workspace, pass_number=pass_number, defaults={"tree": tree, "stat": own}
         )
-        Workspace.objects.filter(pk=workspace.pk).update(stat=whole)
-    workspace.stat = whole
+        Workspace.objects.filter(pk=workspace.pk).update(stat=whole, tree=tree)
+    workspace.stat, workspace.tree = whole, tree
     return whole
 
 
-def workspace_keep(*, workspace: Workspace, user=None) -> str:
-    """Commit the run's work on its branch and push the branch to the repository it came from
-    (a new branch there, never forced; the copy stays and retention leaves it alone)."""
+# -- keep and discard: a person's say on the work ------------------------------------------------
+
+
+def workspace_keep(*, workspace: Workspace, user=None, branch: str | None = None) -> str:
+    """Commit the run's work on its branch and push it to the repository it came from, under
+    `branch` or the name it was kept under before, else the run's own. Never forced: a branch
+    there that holds other work is refused, with the next free name offered."""
     run = workspace.run
     _refuse_while_active(run, "keep")
-    if workspace.state not in (WorkspaceState.ACTIVE, WorkspaceState.KEPT):
+    if workspace.state not in ON_DISK:
         raise WorkspaceRefused(f"run #{run.pk}: nothing to keep: its working copy was {workspace.get_state_display()}")
+    target = _keep_target(workspace, branch)
     copy = Copy(Path(workspace.home))
+    try:
+        tree = copies.snapshot(copy)
+        if tree == copies.tree_of(copy, workspace.base_commit):
+            raise WorkspaceRefused(
+                f"run #{run.pk}: no change in its working copy since {workspace.base_commit[:8]}: "
+                "nothing to keep, and no branch was made"
+            )
+        sha = _commit(workspace, copy, user)
+        if workspace.state == WorkspaceState.KEPT and (sha, target) == (workspace.kept_commit, workspace.kept_branch):
+            return f"run #{run.pk}: already kept as {sha[:8]} on {target}; nothing changed since"
+        destination = destination_of(workspace)
+        _refuse_onto_other_work(workspace, copy, destination, sha, target)
+        destination.push(copy, commit=sha, branch=target)
+    except BranchMoved:
+        raise WorkspaceRefused(_taken(workspace, target, _free_name(workspace, copy, target))) from None
+    except (CopyError, RepoError, OSError) as exc:
+        raise WorkspaceRefused(f"run #{run.pk}: keep failed: {exc}") from None
+    return _kept(workspace, user, sha=sha, tree=tree, target=target, destination=destination)
+
+
+def _keep_target(workspace: Workspace, branch: str | None) -> str:
+    """The branch the work goes to: a person's name must be a branch name under rysh/ (the
+    work never lands on a branch a team works on), and is never the recipes branch."""
+    if not branch:
+        return workspace.kept_branch or workspace.branch
+    branch = branch.strip()
+    if not branch.startswith("rysh/") or not copies.valid_branch(branch):
+        raise WorkspaceRefused(
+            f"run #{workspace.run_id}: branch {branch!r}: expected a branch name under rysh/ "
+            f"(e.g. {workspace.branch}-2)"
+        )
+    return branch
+
+
+def _commit(workspace: Workspace, copy: Copy, user) -> str:
+    """The tree as it stands, committed on the copy's own branch (its tip when nothing changed)."""
+    run = workspace.run
     who = getattr(user, "get_username", lambda: "")() or "rysh"
     email = getattr(user, "email", "") or f"{who}@rysh.invalid"
     message = f"{run.target}: run #{run.pk} ({run.cause or run.state_label})\n\nKept by {who} from the rysh dashboard."
+    return copies.commit(copy, branch=workspace.branch, message=message, name=who, email=email)
+
+
+def _refuse_onto_other_work(workspace: Workspace, copy: Copy, destination: Destination, sha: str, target: str):
+    """A branch of that name that is not in the kept commit's history holds work of its own
+    (another installation's run, a person's commits): refused before anything is pushed."""
+    tip = destination.tips(copy, target).get(target)
+    if tip and tip != sha and not copies.contains(copy, tip, sha):
+        raise BranchMoved(target)
+
+
+def _free_name(workspace: Workspace, copy: Copy, target: str) -> str:
+    """The first of `target-2`, `target-3`… that the destination does not have (remembered on
+    the copy: the run page offers it)."""
     try:
-        sha = copies.commit(copy, branch=workspace.branch, message=message, name=who, email=email)
-        pushed = _push(workspace, copy)
-    except (CopyError, RepoError, OSError) as exc:
-        raise WorkspaceRefused(f"run #{run.pk}: keep failed: {exc}") from None
-    kept = Workspace.objects.filter(pk=workspace.pk, state__in=[WorkspaceState.ACTIVE, WorkspaceState.KEPT]).update(
-        state=WorkspaceState.KEPT, kept_commit=sha, kept_at=timezone.now(), kept_by=_person(user), pushed_to=pushed
+        taken = destination_of(workspace).tips(copy, target)
+    except (CopyError, RepoError):
+        taken = {}
+    number = 2
+    while f"{target}-{number}" in taken:
+        number += 1
+    offered = f"{target}-{number}"
+    Workspace.objects.filter(pk=workspace.pk).update(offered_branch=offered)
+    workspace.offered_branch = offered
+    return offered
+
+
+def _taken(workspace: Workspace, target: str, offered: str) -> str:
+    run = workspace.run
+    return (
+        f"run #{run.pk}: not kept: the branch {target} already exists in {workspace.source_path or workspace.source} "
+        f"and holds commits this work does not, so it is left as it is (never overwritten). "
+        f"Keep it under a new name, {offered}: on the run page (Keep as), or "
+        f"`manage.py auto {run.kind} keep {run.name} --run {run.pk} --branch {offered}`"
+    )
+
+
+def _kept(workspace: Workspace, user, *, sha: str, tree: str, target: str, destination: Destination) -> str:
+    run = workspace.run
+    kept = Workspace.objects.filter(pk=workspace.pk, state__in=ON_DISK).update(
+        state=WorkspaceState.KEPT,
+        kept_commit=sha,
+        kept_tree=tree,
+        tree=tree,
+        kept_branch=target,
+        offered_branch="",
+        kept_at=timezone.now(),
+        kept_by=_person(user),
+        pushed_to=destination.shown,
     )
     workspace.refresh_from_db()
     if not kept:  # retention or a discard took the copy meanwhile; the pushed branch stays
         raise WorkspaceRefused(f"run #{run.pk}: its working copy was {workspace.get_state_display()} meanwhile")
-    audit_record(
-        actor=user, action="workspace.keep", target=run, detail={"branch": workspace.branch, "commit": sha[:12]}
-    )
-    _note(run, f"work kept: {sha[:8]} on {workspace.branch}" + (f", pushed to {pushed}" if pushed else ""))
-    return f"run #{run.pk}: kept as {sha[:8]} on {workspace.branch}" + (
-        f"; fetch it with: git fetch {pushed} {workspace.branch}" if pushed else ""
-    )
-
-
-def _push(workspace: Workspace, copy: Copy) -> str:
-    """Where the branch went (as shown), or "" when it stays in the copy."""
-    if workspace.source_path:
-        copies.push(copy, branch=workspace.branch, destination=workspace.source_path)
-        return workspace.source_path
-    repo = open_repo(settings.RYSH_RECIPES_REPO)
-    ref = f"refs/heads/{workspace.branch}"
-    with repo.lock():
-        repo.git("fetch", "--quiet", "--no-tags", str(copy.git_dir), f"+{ref}:{ref}")
-        if repo.remote:
-            done = repo.git("push", "--quiet", "--porcelain", "origin", f"{ref}:{ref}", ok=(0, 1, 128))
-            if done.returncode:
-                said = redact(done.stderr or done.stdout).strip().splitlines()
-                raise RepoError(f"push to {repo.shown} failed: {said[-1] if said else done.returncode}")
-    return repo.shown
+    audit_record(actor=user, action="workspace.keep", target=run, detail={"branch": target, "commit": sha[:12]})
+    _note(run, f"work kept: {sha[:8]} on {target}, pushed to {destination.shown}")
+    return f"run #{run.pk}: kept as {sha[:8]} on {target}; fetch it with: {destination.fetch_hint(target)}"
 
 
 def workspace_discard(*, workspace: Workspace, user=None) -> str:
-    """Throw the run's work away: the copy is removed (a kept branch stays where it was pushed)."""
+    """Throw the run's work away: the copy is removed. Kept work is not discarded: its branch
+    holds it (refused, with how to drop that branch instead)."""
     run = workspace.run
     _refuse_while_active(run, "discard")
     if not run.is_finished:
         raise WorkspaceRefused(f"run #{run.pk} is {run.state_label}: stop it first (a continue needs its copy)")
-    if workspace.state not in (WorkspaceState.ACTIVE, WorkspaceState.KEPT):
+    if workspace.state == WorkspaceState.KEPT:
+        raise WorkspaceRefused(_kept_not_discarded(workspace))
+    if workspace.state != WorkspaceState.ACTIVE:
         raise WorkspaceRefused(
             f"run #{run.pk}: nothing to discard: its working copy was {workspace.get_state_display()}"
         )
@@ -218,6 +320,19 @@ def workspace_discard(*, workspace: Workspace, user=None) -> str:
     audit_record(actor=user, action="workspace.discard", target=run, detail={"branch": workspace.branch})
     _note(run, "working copy discarded")
     return f"run #{run.pk}: working copy discarded"
+
+
+def _kept_not_discarded(workspace: Workspace) -> str:
+    branch = workspace.kept_branch or workspace.branch
+    try:
+        drop = f"`{destination_of(workspace).delete_hint(branch)}`"
+    except RepoError:
+        drop = f"delete the branch {branch} in {workspace.pushed_to}"
+    return (
+        f"run #{workspace.run_id}: not discarded: its work was kept as {workspace.kept_commit[:8]} on {branch} "
+        f"({workspace.pushed_to}), and a discard would not undo that. To drop the work, delete that branch: "
+        f"{drop}. The working copy goes with retention (RYSH_WORKSPACE_KEEP_DAYS after the run ended)."
+    )
 
 
 def _refuse_while_active(run: Run, verb: str) -> None:
@@ -236,25 +351,27 @@ def _person(user):
 
 def workspaces_due(*, days: int | None = None, now=None) -> list[Workspace]:
     """The copies retention removes next: of runs that finished more than `days` ago
-    (RYSH_WORKSPACE_KEEP_DAYS) and that nobody kept; none when `days` is 0."""
+    (RYSH_WORKSPACE_KEEP_DAYS), kept or not (kept work lives on its branch); none when `days`
+    is 0."""
     days = settings.RYSH_WORKSPACE_KEEP_DAYS if days is None else days
     if days <= 0:
         return []
     cutoff = (now or timezone.now()) - timedelta(days=days)
-    old = Workspace.objects.filter(state=WorkspaceState.ACTIVE, run__ended_at__lt=cutoff).select_related("run")
+    old = Workspace.objects.filter(state__in=ON_DISK, run__ended_at__lt=cutoff).select_related("run")
     return [w for w in old if w.run.is_finished]
 
 
 def workspaces_prune(*, days: int | None = None, dry_run: bool = False, now=None) -> list[str]:
-    """Remove the copies of runs that finished more than `days` ago (RYSH_WORKSPACE_KEEP_DAYS)
-    and nobody kept; 0 keeps them all."""
+    """Remove the copies of runs that finished more than `days` ago (RYSH_WORKSPACE_KEEP_DAYS);
+    0 keeps them all. A kept branch stays where it was pushed."""
     said = []
     for workspace in workspaces_due(days=days, now=now):
-        said.append(f"run #{workspace.run_id}: working copy {workspace.home} ({workspace.branch})")
+        kept = f"; kept on {workspace.kept_branch}" if workspace.state == WorkspaceState.KEPT else ""
+        said.append(f"run #{workspace.run_id}: working copy {workspace.home} ({workspace.branch}{kept})")
         if dry_run:
             continue
-        # a person may keep it at this very moment: only an ACTIVE copy is taken
-        if Workspace.objects.filter(pk=workspace.pk, state=WorkspaceState.ACTIVE).update(
+        # a continue or a resume may take it at this very moment: only a copy still as read is taken
+        if Workspace.objects.filter(pk=workspace.pk, state=workspace.state).update(
             state=WorkspaceState.REMOVED, removed_at=timezone.now()
         ):
             copies.remove(Copy(Path(workspace.home)))

@@ -60,10 +60,10 @@ def run_patch(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
-def _act(request: HttpRequest, pk: int, service) -> HttpResponse:
+def _act(request: HttpRequest, pk: int, service, **options) -> HttpResponse:
     workspace = _get_workspace_for_user(request, pk, "edit")
     try:
-        messages.success(request, service(workspace=workspace, user=request.user))
+        messages.success(request, service(workspace=workspace, user=request.user, **options))
     except services.WorkspaceRefused as exc:
         messages.error(request, str(exc))
     run = workspace.run
@@ -77,7 +77,9 @@ def _act(request: HttpRequest, pk: int, service) -> HttpResponse:
 @require_POST
 @vary_on_headers("HX-Request")
 def workspace_keep(request: HttpRequest, pk: int) -> HttpResponse:
-    return _act(request, pk, services.workspace_keep)
+    """Keep the work on the run's branch, or under the branch the person named (Keep as)."""
+    branch = request.POST.get("branch", "").strip()[:300]
+    return _act(request, pk, services.workspace_keep, branch=branch or None)
 
 
 @login_required

@@ -40,6 +40,7 @@ class StartIn(Schema):
     headless: bool = True
     provider: Literal["auto", "anthropic", "scripted"] | None = None
     overrides: dict[Override, str] = {}
+    base: str | None = None  # a coding run: the branch, tag or commit its copy starts from (`--base`)
 
 
 class GrantIn(Schema):
@@ -178,6 +179,7 @@ def start(payload: StartIn, *, owner) -> dict:
             overrides={k: v for k, v in payload.overrides.items() if v},
             provider=payload.provider,
             dry_run=payload.dry_run,
+            base=(payload.base or "").strip() or None,
         )
     except services.RunRefused as exc:
         raise refused(exc) from None

@@ -29,6 +29,7 @@ def do_run(cli: Cli, target, recipe_args, options):
         overrides=overrides,
         provider=options["provider"],
         dry_run=options["dry_run"],
+        base=options.get("base"),
     )
     if isinstance(result, services.DryRun):
         for line in result.lines:

@@ -1,4 +1,4 @@
-// Run controls (Stop, Cancel, Continue, Resume, Land now, Approve, Reject).
+// Run controls (Stop, Cancel, Continue, Resume, Land now, Approve, Reject, Keep, Keep as, Discard).
 //
 // Live pushes replace the fragments that hold these buttons every step. A button that htmx
 // owned could be swapped out while its confirmation was open, and htmx would then drop the
@@ -15,6 +15,11 @@ document.addEventListener("click", function (event) {
   if (reasonFrom) {
     var field = document.querySelector(reasonFrom);
     values.reason = field ? field.value : "";
+  }
+  var branchFrom = button.getAttribute("data-branch-from");  // Keep as: the branch a person named
+  if (branchFrom) {
+    var branch = document.querySelector(branchFrom);
+    values.branch = branch ? branch.value : "";
   }
   htmx.ajax("POST", button.getAttribute("data-control-url"),
             {source: document.body, swap: "none", values: values});

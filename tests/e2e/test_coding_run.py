@@ -1,5 +1,6 @@
 """The offline coding demo in real Chromium: an operator starts `fix-the-test`, watches it to
-fulfilled, reads its diff on the page; an editor keeps the work as a branch."""
+fulfilled, reads its diff on the page; an editor keeps the work as a branch, and the page then
+offers neither Keep nor Discard."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ def test_a_coding_run_shows_its_diff_and_an_editor_keeps_it(stack, as_user):
     wait_text(page, "#run-cause", "^fulfilled$", timeout=60_000)
     changes = page.inner_text("#run-changes")
     assert "tiny-calc/calc.py" in changes and "+1" in changes and "−1" in changes
-    assert f"rysh/fix-the-test/run-{pk}" in changes
+    named = re.search(rf"rysh/fix-the-test/[0-9a-f]{{6}}-run-{pk}\b", changes)  # this installation's key in it
+    assert named, changes
+    assert "No change" not in changes  # measured live, then at the pass's end
     assert "Keep" not in page.inner_text("#run-changes")  # an operator runs, an editor keeps
     steps = page.text_content("#run-steps")  # collapsed: the text is there, not shown
     assert "FAILED (failures=1)" in steps and "exit status: 0" in steps
@@ -37,9 +40,11 @@ def test_a_coding_run_shows_its_diff_and_an_editor_keeps_it(stack, as_user):
     editor.goto(f"{stack.url}/runs/{pk}/")
     said = accept_dialogs(editor)
     editor.click("#run-changes >> text=Keep")
-    wait_text(editor, "#run-changes", "kept as")
+    wait_text(editor, "#run-changes", "Kept as")
     assert said and said[0].startswith(f"Keep run #{pk}'s work?")
-    branch = f"rysh/fix-the-test/run-{pk}"
+    branch = named.group(0)
+    kept = editor.inner_text("#run-changes")
+    assert f"on {branch}" in kept and "Discard" not in kept and "Keep as" not in kept  # kept: nothing to press
     shown = subprocess.run(
         ["git", "-C", str(stack.repo), "show", f"{branch}:tiny-calc/calc.py"], capture_output=True, text=True
     )

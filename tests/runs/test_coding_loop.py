@@ -21,6 +21,7 @@ from tests.fakes.anthropic_server import fake_anthropic, judge_or  # noqa: F401 
 from tests.recipes_git import git
 from tests.runs.test_view_runs import client_for, user_with
 from tests.workspaces.conftest import CALC, FIX, code_repo, write_recipe  # noqa: F401 (fixture)
+from workspaces.models import installation_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -120,7 +121,7 @@ def test_a_rysh_coding_recipe_runs_green_unattended_and_nothing_escapes(fake_ant
     # and on the run page
     viewer = client_for(user_with("viewer"))
     page = viewer.get(f"/runs/{run.pk}/").content.decode()
-    assert "pkg/calc.py" in page and "+1" in page and f"rysh/green/run-{run.pk}" in page
+    assert "pkg/calc.py" in page and "+1" in page and f"rysh/green/{installation_key()}-run-{run.pk}" in page
     diff_page = viewer.get(f"/runs/{run.pk}/changes/").content.decode()
     assert "return sum(values) / len(values)" in diff_page and 'class="d-add"' in diff_page
 

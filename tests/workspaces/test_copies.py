@@ -72,11 +72,39 @@ def test_it_commits_the_work_and_pushes_a_new_branch_never_forced(tmp_path, sour
     sha = copies.commit(copy, branch="rysh/job/run-1", message="keep", name="Ada", email="ada@example.com")
     assert copies.commit(copy, branch="rysh/job/run-1", message="again", name="Ada", email="a@b") == sha
     assert copies.git(copy, "status", "--porcelain") == ""
-    copies.push(copy, branch="rysh/job/run-1", destination=repo)
+    copies.push(copy, commit=sha, branch="rysh/job/run-1", destination=repo)
     assert git(repo, "rev-parse", "refs/heads/rysh/job/run-1") == sha
     assert git(repo, "show", f"{sha}:pkg/calc.py") == "fixed"
     assert git(repo, "log", "-1", "--format=%an", sha) == "Ada"
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main"  # the source's checkout stays
+    assert copies.branch_tips(copy, repo, "rysh/job/run-1") == {"rysh/job/run-1": sha}
+
+
+def test_a_push_moves_a_branch_forward_and_never_over_other_work(tmp_path, source):
+    repo, first = source
+    copy = copies.create(tmp_path / "ws/1", source=repo, commit=first, branch="rysh/job/run-1")
+    (copy.tree / "a.txt").write_text("one\n")
+    one = copies.commit(copy, branch="rysh/job/run-1", message="one", name="Ada", email="a@b")
+    copies.push(copy, commit=one, branch="rysh/job/run-1", destination=repo)
+    (copy.tree / "a.txt").write_text("two\n")
+    two = copies.commit(copy, branch="rysh/job/run-1", message="two", name="Ada", email="a@b")
+    assert copies.contains(copy, one, two) and not copies.contains(copy, two, one)
+    copies.push(copy, commit=two, branch="rysh/job/run-1", destination=repo)  # a fast-forward
+    assert git(repo, "rev-parse", "refs/heads/rysh/job/run-1") == two
+    git(repo, "branch", "-f", "rysh/job/run-1", "main")  # someone else's work under that name
+    other = git(repo, "rev-parse", "main")
+    assert not copies.contains(copy, other, two)  # a commit the copy never had
+    with pytest.raises(copies.BranchMoved, match="holds commits this work does not"):
+        copies.push(copy, commit=two, branch="rysh/job/run-1", destination=repo)
+    assert git(repo, "rev-parse", "refs/heads/rysh/job/run-1") == other  # left as it was
+    tips = copies.branch_tips(copy, repo, "rysh/job/run-1")
+    assert tips == {"rysh/job/run-1": other}
+
+
+def test_it_takes_a_branch_name_git_takes_and_no_option():
+    assert copies.valid_branch("rysh/fix/ab12cd-run-5-2")
+    for bad in ("", "-f", "rysh/a..b", "rysh/a b", "rysh/x.lock", "rysh/a~1", "rysh/*"):
+        assert not copies.valid_branch(bad), bad
 
 
 def test_it_refuses_a_commit_the_source_does_not_have(tmp_path, source):
@@ -97,3 +125,20 @@ def test_it_makes_a_copy_git_reads_from_inside_the_tree(tmp_path, source):
     )
     assert done.stdout.strip() == "M pkg/calc.py"
     assert Copy(copy.home).exists
+
+
+def test_without_the_sandbox_the_tree_has_a_git_file_and_git_works_in_it(tmp_path, source):
+    repo, first = source
+    copy = copies.create(tmp_path / "ws/1", source=repo, commit=first, branch="b")
+    copies.prepare_git(copy, sandboxed=False)
+    assert (copy.tree / ".git").read_text() == f"gitdir: {copy.git_dir}\n"
+    (copy.tree / "pkg/calc.py").write_text("changed\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no GIT_DIR: git finds it from the tree
+    done = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=copy.tree / "pkg", capture_output=True, text=True, env=env
+    )
+    assert done.stdout.strip() == "M pkg/calc.py", done.stderr
+    assert copies.snapshot(copy)  # our own calls still name both; the gitfile is never the work
+    assert ".git" not in copies.git(copy, "ls-tree", "-r", "--name-only", copies.snapshot(copy))
+    copies.prepare_git(copy, sandboxed=True)  # the sandbox back on: its mount point again
+    assert (copy.tree / ".git").is_dir() and not any((copy.tree / ".git").iterdir())

@@ -6,7 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from audit.models import AuditEntry
@@ -15,9 +15,10 @@ from runs.models import Run, RunEvent
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 from tests.recipes_git import git
+from tests.runs.test_view_runs import client_for, user_with
 from tests.workspaces.conftest import CALC, FIX, write_recipe
 from workspaces import services as ws
-from workspaces.models import Workspace, WorkspacePass, WorkspaceState
+from workspaces.models import Workspace, WorkspacePass, WorkspaceState, installation_key
 
 pytestmark = pytest.mark.django_db
 
@@ -39,8 +40,8 @@ def test_it_arms_a_copy_at_the_commit_and_makes_it_when_a_worker_takes_the_run(s
     run = start_fix()
     workspace = Workspace.objects.get(run=run)
     assert workspace.state == WorkspaceState.PENDING
-    assert workspace.base_commit == git(code_repo, "rev-parse", "HEAD")
-    assert (workspace.workdir, workspace.branch) == ("pkg", f"rysh/fix/run-{run.pk}")
+    assert workspace.base_commit == git(code_repo, "rev-parse", "HEAD") and workspace.base_ref == "main"
+    assert (workspace.workdir, workspace.branch) == ("pkg", f"rysh/fix/{installation_key()}-run-{run.pk}")
     model = fixer()
     run = drive(run, model)
     assert (run.state, run.cause) == ("finished", "fulfilled")
@@ -62,11 +63,17 @@ def test_it_arms_a_copy_at_the_commit_and_makes_it_when_a_worker_takes_the_run(s
     assert f"your working folder is {workspace.home}/tree/pkg" in model.requests[0].system
     report = (Path(run.output_dir) / "run-report.md").read_text()
     assert "## Working copy" in report and "M pkg/calc.py  +1 -1" in report and "bubblewrap" in report
+    assert f"`main` at {workspace.base_commit[:12]} (recipe file {run.recipe_path})" in report
 
 
-def test_a_dry_run_says_where_the_agent_works_and_how_commands_run(start_fix):
+def test_a_dry_run_says_where_the_agent_works_from_which_commit_and_how_commands_run(start_fix, code_repo):
     lines = start_fix(dry_run=True).lines
-    assert "working copy: its own copy of the repository, working in pkg; commands in the bubblewrap sandbox" in lines
+    head = git(code_repo, "rev-parse", "HEAD")
+    recipe = code_repo / ".rysh/automations/tasks/fix.md"
+    assert (
+        f"working copy: its own copy of the repository from main at {head[:8]} of {code_repo} (recipe file {recipe}), "
+        "working in pkg; commands in the bubblewrap sandbox"
+    ) in lines
     assert not Workspace.objects.exists()
 
 
@@ -74,7 +81,7 @@ def test_it_refuses_a_workdir_the_repository_does_not_have(start_fix, code_repo)
     write_recipe(code_repo, workdir="nowhere", name="lost")
     git(code_repo, "add", "-A")
     git(code_repo, "commit", "-q", "-m", "lost")
-    with pytest.raises(services.RunRefused, match="workdir 'nowhere' is no folder of"):
+    with pytest.raises(services.RunRefused, match=r"workdir 'nowhere' is no folder of .* \(main\)"):
         start_fix("lost")
     assert not Run.objects.exists()
 
@@ -112,11 +119,22 @@ def test_a_worker_without_the_sandbox_leaves_the_run_queued_for_one_that_can(sta
 def test_it_runs_unsandboxed_only_when_an_admin_says_so_and_says_it_everywhere(start_fix, settings):
     settings.RYSH_SANDBOX_BWRAP = "/nonexistent/bwrap"
     settings.RYSH_SANDBOX = "off"
-    run = drive(start_fix(), fixer())
+    looks = {"text": "look", "tools": [tool("bash", command="git status --short && git log --oneline -1 && git diff")]}
+    run = drive(start_fix(), fixer(looks))
     assert run.cause == "fulfilled"
     assert not run.workspace.sandboxed
     assert RunEvent.objects.filter(run=run, message__startswith="SANDBOX OFF").exists()
     assert "**OFF** (RYSH_SANDBOX=off)" in (Path(run.output_dir) / "run-report.md").read_text()
+    # git works in the agent's commands: the tree's .git names the copy's git directory
+    said = run.passes.get().steps.get(number=4).tool_results[0]["content"]
+    assert said.startswith("exit status: 0") and " M calc.py" in said and "code and recipe" in said, said
+    assert "+    return sum(values) / len(values)" in said
+    # every page of the run says so at its top
+    viewer = client_for(user_with("viewer"))
+    for page, first in ((f"/runs/{run.pk}/", 'id="run-head"'), (f"/runs/{run.pk}/changes/", 'id="diff"')):
+        html = viewer.get(page).content.decode()
+        assert html.index('id="sandbox-off"') < html.index(first), page  # at its top, above what it shows
+        assert "<strong>Sandbox off</strong>" in html
 
 
 def test_it_keeps_the_work_on_its_branch_in_the_repository(start_fix, code_repo, django_user_model):
@@ -125,7 +143,8 @@ def test_it_keeps_the_work_on_its_branch_in_the_repository(start_fix, code_repo,
     said = ws.workspace_keep(workspace=run.workspace, user=ada)
     workspace = Workspace.objects.get(run=run)
     assert workspace.state == WorkspaceState.KEPT and workspace.kept_by == ada
-    branch = f"rysh/fix/run-{run.pk}"
+    branch = f"rysh/fix/{installation_key()}-run-{run.pk}"
+    assert workspace.kept_branch == branch
     assert git(code_repo, "rev-parse", f"refs/heads/{branch}") == workspace.kept_commit
     assert git(code_repo, "show", f"{branch}:pkg/calc.py").endswith("return sum(values) / len(values)")
     assert git(code_repo, "log", "-1", "--format=%an <%ae>", branch) == "ada <ada@example.com>"
@@ -133,9 +152,11 @@ def test_it_keeps_the_work_on_its_branch_in_the_repository(start_fix, code_repo,
     assert (code_repo / "pkg/calc.py").read_text() == CALC  # its checkout untouched
     entry = AuditEntry.objects.get(action="workspace.keep")
     assert entry.detail["branch"] == branch and entry.actor == ada
-    # kept work is never pruned
+    # its copy goes with retention like any other; the branch holds the work
     Run.objects.filter(pk=run.pk).update(ended_at=timezone.now() - timedelta(days=400))
-    assert ws.workspaces_prune(days=1) == []
+    assert ws.workspaces_prune(days=1) == [f"run #{run.pk}: working copy {workspace.home} ({branch}; kept on {branch})"]
+    assert Workspace.objects.get(run=run).state == WorkspaceState.REMOVED
+    assert git(code_repo, "rev-parse", f"refs/heads/{branch}") == workspace.kept_commit
 
 
 def test_it_discards_a_finished_runs_copy(start_fix):
@@ -174,7 +195,8 @@ def test_a_resume_carries_the_copy_over_and_the_old_run_cannot_continue_on_it(st
     assert workspace.home == home and workspace.carried_from.run_id == first.pk
     read = second.passes.get().steps.get(number=1).tool_results[0]["content"]
     assert "return sum(values) / len(values)" in read  # the next pass starts from the work
-    assert workspace.branch == f"rysh/fix/run-{second.pk}"
+    assert workspace.branch == f"rysh/fix/{installation_key()}-run-{second.pk}"
+    assert (workspace.base_ref, workspace.base_commit) == (first.workspace.base_ref, first.workspace.base_commit)
     assert workspace.stat[0]["path"] == "pkg/calc.py"  # the whole run: against the armed commit
     assert "carried over from run" in "".join(RunEvent.objects.filter(run=second).values_list("message", flat=True))
     Run.objects.filter(pk=first.pk).update(state="paused", pause_reason="cancelled", cause="")
@@ -205,8 +227,8 @@ def test_auto_task_diff_prints_the_unified_diff_against_the_armed_commit(start_f
     assert "+    return sum(values) / len(values)" in capsys.readouterr().out
     call_command("auto", "task", "keep", "fix")
     assert "kept as" in capsys.readouterr().out
-    call_command("auto", "task", "discard", "fix")
-    assert "discarded" in capsys.readouterr().out
+    with pytest.raises(CommandError, match=f"run #{run.pk}: not discarded: its work was kept as"):
+        call_command("auto", "task", "discard", "fix")
 
 
 def test_it_leaves_no_process_behind_after_a_pass(start_fix):

@@ -9,7 +9,7 @@ from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 from tests.runs.test_view_runs import client_for, user_with
 from tests.workspaces.conftest import FIX
-from workspaces.models import Workspace, WorkspaceState
+from workspaces.models import Workspace, WorkspaceState, installation_key
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +31,7 @@ def fixed(start_fix):
 def test_the_run_page_shows_the_diff_stat_and_the_copy(fixed):
     page = client_for(user_with("viewer")).get(f"/runs/{fixed.pk}/").content.decode()
     assert 'id="run-changes"' in page and "<code>pkg/calc.py</code>" in page and "pkg/notes.md" in page
-    assert f"rysh/fix/run-{fixed.pk}" in page and "Download .patch" in page
+    assert f"rysh/fix/{installation_key()}-run-{fixed.pk}" in page and "Download .patch" in page
     assert "Keep</button>" not in page  # a viewer reads, an editor keeps
 
 
@@ -74,21 +74,33 @@ def test_pages_need_a_login_and_keep_needs_an_editor_and_csrf(fixed):
     assert Workspace.objects.get(run=fixed).state == WorkspaceState.ACTIVE
 
 
-def test_an_editor_keeps_then_discards_from_the_page(fixed, code_repo):
+def test_an_editor_keeps_from_the_page_and_the_buttons_follow_the_copy(fixed, code_repo):
     editor = user_with("editor")
     client = client_for(editor)
     answer = client.post(f"/runs/{fixed.pk}/workspace/keep/", HTTP_HX_REQUEST="true").content.decode()
     assert "kept as" in answer and 'id="run-changes"' in answer
     workspace = Workspace.objects.get(run=fixed)
     assert workspace.state == WorkspaceState.KEPT and workspace.kept_by == editor
-    assert f"git fetch {code_repo} rysh/fix/run-{fixed.pk}" in client.get(f"/runs/{fixed.pk}/").content.decode()
+    branch = f"rysh/fix/{installation_key()}-run-{fixed.pk}"
+    page = client.get(f"/runs/{fixed.pk}/").content.decode()
+    assert f"git fetch {code_repo} {branch}" in page
+    assert f"Kept as <code>{workspace.kept_commit[:8]}</code> on <code>{branch}</code>" in page
+    assert "Keep</button>" not in page and "Discard</button>" not in page  # kept: nothing to press
+    answer = client.post(f"/runs/{fixed.pk}/workspace/discard/", HTTP_HX_REQUEST="true").content.decode()
+    assert "not discarded: its work was kept as" in answer and f"git -C {code_repo} branch -D {branch}" in answer
+    assert Workspace.objects.get(run=fixed).state == WorkspaceState.KEPT
+    actions = AuditEntry.objects.filter(action__startswith="workspace.").values_list("action", flat=True)
+    assert list(actions) == ["workspace.keep"]
+
+
+def test_a_discarded_copy_keeps_its_stat_and_offers_nothing(fixed):
+    client = client_for(user_with("editor"))
     client.post(f"/runs/{fixed.pk}/workspace/discard/")
     assert Workspace.objects.get(run=fixed).state == WorkspaceState.DISCARDED
-    assert list(AuditEntry.objects.filter(target_id=str(fixed.pk)).values_list("action", flat=True).order_by("id"))[
-        -2:
-    ] == ["workspace.keep", "workspace.discard"]
     gone = client.get(f"/runs/{fixed.pk}/changes/").content.decode()
     assert "No diff to show" in gone and "pkg/calc.py" in gone  # the stat stays
+    page = client.get(f"/runs/{fixed.pk}/").content.decode()
+    assert "Keep</button>" not in page and "Discard</button>" not in page
 
 
 def test_a_run_without_workdir_has_no_changes_section(start):

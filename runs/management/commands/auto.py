@@ -60,7 +60,7 @@ class Command(BaseCommand):
         "Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|grant|resume|land|"
         "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
         "auto <kind> rejudge NAME [--until-file F] [-n 10] [--judge-model M]; "
-        "auto task diff|keep|discard NAME [--run ID] [--pass N]; "
+        "auto task diff|keep|discard NAME [--run ID] [--pass N] [--branch B]; auto task run NAME --base REF; "
         "auto <kind> schedule add|list|rm|enable|disable|owner ...; auto web profile list|rm [NAME]; "
         "auto quota set|list|rm ...; auto price set|list|rm ...; auto mcp add|list|rm|test ..."
     )
@@ -100,6 +100,8 @@ class Command(BaseCommand):
         parser.add_argument("--time", dest="grant_time", help="grant: extra outer time (90s, 7m, 1h30m)")
         parser.add_argument("--run", dest="run_id", help="diff|keep|discard: this run (#12) instead of the latest")
         parser.add_argument("--pass", dest="pass_number", type=int, help="diff: one pass's changes")
+        parser.add_argument("--branch", help="keep: under this branch (rysh/…) instead of the run's own")
+        parser.add_argument("--base", help="run: the branch, tag or commit a coding run's copy starts from")
         for name in OVERRIDE_OPTIONS:
             parser.add_argument(
                 f"--{name.replace('_', '-')}", dest=f"override_{name}", help=f"per-run override of {name}"
