@@ -332,3 +332,14 @@ def _no_setup(repo: Path) -> Path:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "plain")
     return folder / "plain.md"
+
+
+def test_with_the_sandbox_off_setup_runs_unconfined_and_says_so(app_repo, settings):
+    settings.RYSH_SANDBOX = "off"
+    run = start_and_work(recipe(app_repo, ['echo "cache at $PIP_CACHE_DIR, proxy [$HTTPS_PROXY]"'], [bash("true")]))
+    assert run.cause == "fulfilled"
+    cache = cache_for(Workspace.objects.get(run=run).source)
+    assert Workspace.objects.get(run=run).setup[0]["output"] == f"cache at {cache.root}/pip, proxy []\n"
+    assert (
+        setup_events(run)[0] == "setup: 1 command(s) in app, unsandboxed, with the worker's network (RYSH_SANDBOX=off)"
+    )
