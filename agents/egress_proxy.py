@@ -135,7 +135,7 @@ class SetupProxy(Egress):
         assert self.folder is not None, "start() first"
         return self.folder / "proxy.sock"
 
-    def start(self) -> int:
+    def start(self) -> None:
         # private: 0700, so no other user of the machine reaches the socket
         self.folder = Path(tempfile.mkdtemp(prefix="rysh-egress-"))
         shutil.copyfile(FORWARDER, self.folder / "forward.py")
@@ -144,7 +144,6 @@ class SetupProxy(Egress):
         server.listen(128)
         self._server = server
         threading.Thread(target=self._accept, args=(server,), name="setup-egress", daemon=True).start()
-        return 0
 
     def stop(self) -> None:
         super().stop()

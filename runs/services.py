@@ -42,6 +42,7 @@ from runs.signals import run_paused
 from runs.wiring import sandbox_config, site_url
 from workspaces.models import WorkspaceState
 from workspaces.services import WorkspaceRefused, workspace_arm
+from workspaces.setup import setup_line
 
 log = logging.getLogger(__name__)
 EXECUTE_FUNC = "runs.worker.execute_run"  # the worker's entry point, queued by path
@@ -290,6 +291,8 @@ def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, use
             f"working copy: its own copy of the repository, working in {spec.workdir}; commands "
             + ("in the bubblewrap sandbox" if sandbox_config().enabled else "UNSANDBOXED (RYSH_SANDBOX=off)")
         )
+        if spec.setup:
+            lines.append(setup_line(spec.setup))
         if spec.approve:
             lines.append(f"approval needed for: {', '.join(spec.approve)}")
     lines += [f"schedule: {spec.schedule or 'none'}", f"results: {output_dir}"]

@@ -177,6 +177,14 @@ def _save(workspace: Workspace, state: str, ran: list[dict]) -> None:
     Workspace.objects.filter(pk=workspace.pk).update(setup_state=state, setup=ran)
 
 
+def setup_line(commands: tuple[str, ...]) -> str:
+    """What a dry run says of a recipe's setup: its commands and where they may fetch from."""
+    hosts = [*settings.RYSH_SETUP_ALLOW_HOSTS, *settings.RYSH_SETUP_ALLOW_PRIVATE_HOSTS]
+    shown = "; ".join(f"`{_short(command)}`" for command in commands)
+    reach = f"fetching only from {', '.join(hosts)}" if hosts else "no network (RYSH_SETUP_ALLOW_HOSTS is empty)"
+    return f"setup: {len(commands)} command(s) when the copy is made ({shown}), {reach}"
+
+
 def agent_sandbox_extras(workspace: Workspace) -> tuple[list, dict[str, str]]:
     """The dependency cache of the copy's repository for the agent's commands: read-only binds
     and the variables that find it, or nothing when no setup made one."""

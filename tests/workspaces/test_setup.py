@@ -343,3 +343,17 @@ def test_with_the_sandbox_off_setup_runs_unconfined_and_says_so(app_repo, settin
     assert (
         setup_events(run)[0] == "setup: 1 command(s) in app, unsandboxed, with the worker's network (RYSH_SANDBOX=off)"
     )
+
+
+def test_a_dry_run_says_what_setup_runs_and_where_it_may_fetch_from(app_repo, settings):
+    path = recipe(app_repo, ["python3 -m venv .venv", ".venv/bin/pip install -e ."], [bash("true")])
+    settings.RYSH_SETUP_ALLOW_HOSTS, settings.RYSH_SETUP_ALLOW_PRIVATE_HOSTS = [], []
+    lines = services.run_start(kind="task", name_or_path=str(path), args=[], provider="scripted", dry_run=True).lines
+    assert (
+        "setup: 2 command(s) when the copy is made (`python3 -m venv .venv`; `.venv/bin/pip install -e .`), "
+        "no network (RYSH_SETUP_ALLOW_HOSTS is empty)"
+    ) in lines
+    settings.RYSH_SETUP_ALLOW_HOSTS = ["pypi.org", "files.pythonhosted.org"]
+    lines = services.run_start(kind="task", name_or_path=str(path), args=[], provider="scripted", dry_run=True).lines
+    assert any(line.endswith("fetching only from pypi.org, files.pythonhosted.org") for line in lines)
+    assert not Run.objects.exists()
