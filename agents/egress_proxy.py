@@ -35,6 +35,7 @@ ALLOW_SETTING = "RYSH_SETUP_ALLOW_HOSTS"
 PRIVATE_SETTING = "RYSH_SETUP_ALLOW_PRIVATE_HOSTS"
 FORWARDER_PORT = 3128  # inside the sandbox's own network namespace: nothing else listens there
 HEAD_LIMIT = 64 * 1024
+SOCKET_ROOM = 60  # of a Unix socket path's 107 bytes, what the temporary folder may take
 FORWARDER = Path(__file__).with_name("egress_forwarder.py")
 # hop-by-hop headers a proxy never passes on (RFC 9110 §7.6.1), and the client's to its proxy
 _HOP_HEADERS = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"te", b"upgrade"}
@@ -137,7 +138,7 @@ class SetupProxy(Egress):
 
     def start(self) -> None:
         # private: 0700, so no other user of the machine reaches the socket
-        self.folder = Path(tempfile.mkdtemp(prefix="rysh-egress-"))
+        self.folder = Path(tempfile.mkdtemp(prefix="rysh-egress-", dir=_short_temp()))
         shutil.copyfile(FORWARDER, self.folder / "forward.py")
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         server.bind(str(self.socket_path))
@@ -217,6 +218,12 @@ class SetupProxy(Egress):
         if request.tunnel:
             client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
         return upstream
+
+
+def _short_temp() -> str:
+    """The temporary folder, unless its path is too long for a Unix socket's (108 bytes)."""
+    folder = tempfile.gettempdir()
+    return folder if len(folder) <= SOCKET_ROOM else "/tmp"
 
 
 def _read_head(client: socket.socket) -> tuple[bytes, bytes]:

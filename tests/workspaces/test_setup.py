@@ -357,3 +357,20 @@ def test_a_dry_run_says_what_setup_runs_and_where_it_may_fetch_from(app_repo, se
     lines = services.run_start(kind="task", name_or_path=str(path), args=[], provider="scripted", dry_run=True).lines
     assert any(line.endswith("fetching only from pypi.org, files.pythonhosted.org") for line in lines)
     assert not Run.objects.exists()
+
+
+def test_a_continue_finds_the_copy_set_up_and_does_not_run_setup_again(app_repo):
+    path = recipe(app_repo, ['echo x >> "$PIP_CACHE_DIR/setups"'], [bash("true")])
+    run = services.run_start(kind="task", name_or_path=str(path), args=[], provider="scripted")
+
+    def cancel(request):
+        Run.objects.filter(pk=run.pk).update(control=Control.CANCEL)
+
+    run = drive(run, FakeModel(task=[{"text": "hm"}], on_call=cancel, delay=1))
+    assert (run.state, run.pause_reason) == ("paused", "cancelled")
+    services.run_continue(run=run)
+    run = drive(run, FakeModel(task=[{"text": "look", "tools": [tool("bash", command="ls -a")]}, {"text": "Done."}]))
+    assert run.cause == "fulfilled"
+    cache = cache_for(Workspace.objects.get(run=run).source)
+    assert (cache.root / "pip/setups").read_text() == "x\n"  # once
+    assert len([e for e in setup_events(run) if e.startswith("setup: `")]) == 1
