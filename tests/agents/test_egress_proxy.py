@@ -196,6 +196,8 @@ def test_a_name_is_resolved_once_and_dialled_at_the_address_checked(dialled, lis
     with SetupProxy(allowed_hosts=(), private_hosts=(f"mirror.test:{listener.port}",), resolve=rebinding) as proxy:
         client = ask(proxy, f"CONNECT mirror.test:{listener.port} HTTP/1.1\r\n\r\n".encode())
         assert client.recv(100).startswith(b"HTTP/1.1 200")
+        client.sendall(b"hi")
+        assert client.recv(100) == b"echo:hi"  # the listener took it
         client.close()
     assert asked == ["mirror.test"] and dialled == ["127.0.0.2"] and listener.connections == 1
 
