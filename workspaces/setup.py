@@ -46,10 +46,9 @@ def workspace_setup(
     """Run the recipe's setup in the copy unless it ran there already; raises SetupFailed."""
     if workspace.setup_state == SetupState.DONE or _carried_over(workspace, record):
         return
-    cache = cache_for(workspace.source)
-    cache.prepare(workspace.source)
+    cache_for(workspace.source).prepare(workspace.source)
     _save(workspace, SetupState.RUNNING, [])
-    hosts = [*settings.RYSH_SETUP_ALLOW_HOSTS, *settings.RYSH_SETUP_ALLOW_PRIVATE_HOSTS]
+    hosts = _hosts()
     record(
         f"setup: {len(commands)} command(s) in {workspace.workdir}, "
         + (
@@ -58,11 +57,14 @@ def workspace_setup(
             else "unsandboxed, with the worker's network (RYSH_SANDBOX=off)"
         )
     )
-    proxy = _proxy() if config.enabled else nullcontext()
-    with proxy:
-        run_command = _runner(workspace, copy, config, cache, proxy)
-        _run_all(workspace, commands, run_command, cancelled, record, proxy)
+    proxy = _proxy() if config.enabled else None
+    with proxy if proxy is not None else nullcontext():
+        _Setup(workspace, copy, config, proxy, cancelled, record).run_all(commands)
     _save(workspace, SetupState.DONE, workspace.setup)
+
+
+def _hosts() -> list[str]:
+    return [*settings.RYSH_SETUP_ALLOW_HOSTS, *settings.RYSH_SETUP_ALLOW_PRIVATE_HOSTS]
 
 
 def _proxy() -> SetupProxy:
@@ -72,42 +74,45 @@ def _proxy() -> SetupProxy:
     )
 
 
-def _runner(workspace, copy, config, cache, proxy) -> Callable[..., CommandResult]:
-    """run(command, timeout, cancelled): one setup command in the copy's workdir."""
-    environment = cache.environment(writing=True)
-    readonly = [(copy.git_dir, copy.tree / ".git")]
-    if isinstance(proxy, SetupProxy):
-        environment |= proxy.environment
-        readonly += [*proxy.binds, *interpreter_binds(config)]
-    sandbox = Sandbox(copy.tree, config=config, readonly=readonly, writable=cache.binds(), environment=environment)
-    shell = shutil.which("bash", path=config.path) or "/bin/sh"
+class _Setup:
+    """One setup's commands in one copy's workdir, through a started proxy (None: the sandbox is
+    off, and so is the proxy)."""
 
-    def run(command: str, timeout: float, cancelled) -> CommandResult:
+    def __init__(self, workspace, copy, config, proxy: SetupProxy | None, cancelled, record: Record):
+        self.workspace, self.proxy, self.cancelled, self.record = workspace, proxy, cancelled, record
+        cache = cache_for(workspace.source)
+        environment = cache.environment(writing=True)
+        readonly = [(copy.git_dir, copy.tree / ".git")]
+        if proxy is not None:
+            environment |= proxy.environment
+            readonly += [*proxy.binds, *interpreter_binds(config)]
+        self.sandbox = Sandbox(
+            copy.tree, config=config, readonly=readonly, writable=cache.binds(), environment=environment
+        )
+        self.shell = shutil.which("bash", path=config.path) or "/bin/sh"
+
+    def run_all(self, commands: tuple[str, ...]) -> None:
+        deadline = time.monotonic() + settings.RYSH_SETUP_TIMEOUT
+        ran: list[dict] = []
+        for command in commands:
+            left = deadline - time.monotonic()
+            entry = _entry(command, self.run(command, left) if left > 0 else None)
+            ran.append(entry)
+            _save(self.workspace, SetupState.RUNNING, ran)
+            refused = self.proxy.take_refused() if self.proxy is not None else []
+            for why in refused:
+                self.record(f"setup: the proxy refused: {why}", refused=why)
+            self.record(f"setup: {_said(entry)}", **{k: v for k, v in entry.items() if k != "output"})
+            cause = _failure(entry, stopped=bool(self.cancelled()))
+            if cause:
+                _save(self.workspace, SetupState.FAILED, ran)
+                raise SetupFailed(cause + (f" (the proxy refused: {refused[-1]})" if refused else ""))
+
+    def run(self, command: str, timeout: float) -> CommandResult:
         merged = f"exec 2>&1\n{command}"  # one log, in the order it was written
-        if isinstance(proxy, SetupProxy):
-            merged = proxy.wrap(merged, python=proxy_python(), shell=shell)
-        return sandbox.run(merged, cwd=workspace.workdir, timeout=timeout, cancelled=cancelled)
-
-    return run
-
-
-def _run_all(workspace, commands, run_command, cancelled, record, proxy) -> None:
-    deadline = time.monotonic() + settings.RYSH_SETUP_TIMEOUT
-    ran: list[dict] = []
-    for command in commands:
-        left = deadline - time.monotonic()
-        result = run_command(command, max(left, 0.001), cancelled) if left > 0 else None
-        entry = _entry(command, result)
-        ran.append(entry)
-        _save(workspace, SetupState.RUNNING, ran)
-        refused = proxy.take_refused() if isinstance(proxy, SetupProxy) else []
-        for why in refused:
-            record(f"setup: the proxy refused: {why}", refused=why)
-        cause = _failure(entry, stopped=bool(cancelled()))
-        record(f"setup: {_said(entry)}", **{k: v for k, v in entry.items() if k != "output"})
-        if cause:
-            _save(workspace, SetupState.FAILED, ran)
-            raise SetupFailed(cause + (f" (the proxy refused: {refused[-1]})" if refused else ""))
+        if self.proxy is not None:
+            merged = self.proxy.wrap(merged, python=proxy_python(), shell=self.shell)
+        return self.sandbox.run(merged, cwd=self.workspace.workdir, timeout=timeout, cancelled=self.cancelled)
 
 
 def _entry(command: str, result: CommandResult | None) -> dict:
@@ -119,7 +124,7 @@ def _entry(command: str, result: CommandResult | None) -> dict:
         "exit_status": result.exit_status,
         "killed": killed,
         "seconds": result.seconds,
-        "output": _kept(result.stdout),
+        "output": _kept(result.stdout + result.stderr),  # stderr: only what came before `exec 2>&1`
     }
 
 
@@ -134,7 +139,7 @@ def _kept(output: str) -> str:
     return f"{output[:HEAD_CHARS]}\n[... {omitted} characters omitted ...]\n{output[-TAIL_CHARS:]}"
 
 
-def last_line(output: str) -> str:
+def _last_line(output: str) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     return lines[-1][:SHOWN_CHARS] if lines else "(no output)"
 
@@ -144,7 +149,7 @@ def _said(entry: dict) -> str:
     if entry["killed"]:
         return f"`{command}` killed: {entry['killed']}"
     said = f"`{command}` exited {entry['exit_status']} in {entry['seconds']:g}s"
-    return said if entry["exit_status"] == 0 else f"{said}: {last_line(entry['output'])}"
+    return said if entry["exit_status"] == 0 else f"{said}: {_last_line(entry['output'])}"
 
 
 def _failure(entry: dict, *, stopped: bool) -> str | None:
@@ -153,7 +158,7 @@ def _failure(entry: dict, *, stopped: bool) -> str | None:
     if entry["killed"]:
         return f"setup {'stopped' if stopped else 'failed'}: `{command}` killed: {entry['killed']}"
     if entry["exit_status"] != 0:
-        return f"setup failed: `{command}` exited {entry['exit_status']}: {last_line(entry['output'])}"
+        return f"setup failed: `{command}` exited {entry['exit_status']}: {_last_line(entry['output'])}"
     return None
 
 
@@ -179,7 +184,7 @@ def _save(workspace: Workspace, state: str, ran: list[dict]) -> None:
 
 def setup_line(commands: tuple[str, ...]) -> str:
     """What a dry run says of a recipe's setup: its commands and where they may fetch from."""
-    hosts = [*settings.RYSH_SETUP_ALLOW_HOSTS, *settings.RYSH_SETUP_ALLOW_PRIVATE_HOSTS]
+    hosts = _hosts()
     shown = "; ".join(f"`{_short(command)}`" for command in commands)
     reach = f"fetching only from {', '.join(hosts)}" if hosts else "no network (RYSH_SETUP_ALLOW_HOSTS is empty)"
     return f"setup: {len(commands)} command(s) when the copy is made ({shown}), {reach}"
