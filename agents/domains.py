@@ -1,6 +1,7 @@
 """`allowed_domains`: which hosts a recipe's tools may reach (the browser's every request and
-hop, http_get's every hop); and the private hosts an admin lets the browser reach anyway
-(RYSH_BROWSER_ALLOW_PRIVATE_HOSTS). Pure."""
+hop, http_get's every hop); the private hosts an admin lets the browser reach anyway
+(RYSH_BROWSER_ALLOW_PRIVATE_HOSTS); the hosts a coding loop's setup may fetch from
+(RYSH_SETUP_ALLOW_HOSTS). Pure."""
 
 from __future__ import annotations
 
@@ -68,8 +69,14 @@ def private_host_allowed(host: str, port: int, allowed: tuple[str, ...]) -> bool
     """Whether an admin lets the browser reach this host although its addresses are private:
     an entry names the host (`intranet.example`, `*.corp.example`, `10.0.0.7`), on any port or
     on the one it gives (`127.0.0.1:8000`). The host is matched as named, never by address."""
+    return host_port_listed(host, port, allowed)
+
+
+def host_port_listed(host: str, port: int, entries: tuple[str, ...]) -> bool:
+    """Whether an entry of an admin's list (`host`, `*.domain`, `host:port`, `[v6]:port`) names
+    this host, on any port or on this one."""
     host = canonical_host(host)
-    for entry in allowed:
+    for entry in entries:
         pattern, only_port = split_host_port(entry)
         if host_allowed(host, (pattern,)) and only_port in (None, port):
             return True

@@ -1,10 +1,12 @@
 """Every shell command of a coding agent runs here: in a bubblewrap sandbox (SPEC §11).
 
-Inside, the working copy is the only writable place the host lends: the rest of the file system is
+Inside, the working copy is the only writable place the host lends (a setup's dependency caches
+aside, docs/coding-loops.md): the rest of the file system is
 mounted read-only, `/run` (the UNIX sockets of PostgreSQL, Redis, docker…), `/tmp`, HOME and the
 folders the caller hides (the data folder, the worker's HOME) are empty tmpfs, and the command gets
 its own user, PID, IPC, UTS, cgroup and network namespaces — no network at all, only a loopback of
-its own — and no capabilities. The environment is cleared to PATH, LANG, HOME and TERM: never a key, a database URL or a
+its own — and no capabilities. The environment is cleared to PATH, LANG, HOME and TERM (and what the
+caller adds: a setup's proxy, the dependency caches' folders): never a key, a database URL or a
 RYSH_ setting. Limits on memory, processes and file size are set by a small sh wrapper inside the
 sandbox (not a preexec_fn: the worker has threads), output is capped, and a timeout or a cancel
 kills bwrap's whole process group; with its PID namespace gone, nothing the command started
@@ -32,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,13 +133,19 @@ class Sandbox:
         *,
         config: SandboxConfig,
         readonly: Sequence[tuple[str | Path, str | Path]] = (),
+        writable: Sequence[tuple[str | Path, str | Path]] = (),
+        environment: Mapping[str, str] | None = None,
     ):
-        """root: the working copy, the only writable place. readonly: (source, destination) pairs
-        mounted read-only after root, e.g. the copy's git directory at <root>/.git."""
+        """root: the working copy, the only writable place the host lends unless `writable` names
+        more (a setup's dependency caches). readonly, writable: (source, destination) pairs mounted
+        after root (so they may lie under a hidden folder), e.g. the copy's git directory at
+        <root>/.git. environment: variables a command gets besides PATH, LANG, HOME and TERM."""
         self.given_root = Path(root).absolute()
         self.root = self.given_root.resolve()
         self.config = config
         self.readonly = [(Path(source).resolve(), self._inside(destination)) for source, destination in readonly]
+        self.writable = [(Path(source).resolve(), self._inside(destination)) for source, destination in writable]
+        self.environment = dict(environment or {})
 
     def _inside(self, destination: str | Path) -> Path:
         """A destination under root as given keeps its place under root's real path."""
@@ -161,7 +169,7 @@ class Sandbox:
             if self.config.enabled:
                 return self._run_sandboxed(command, folder, timeout, cancelled, poll, cgroup)
             with tempfile.TemporaryDirectory(prefix="rysh-home-", ignore_cleanup_errors=True) as home:
-                env = _environment(self.config, home)
+                env = _environment(self.config, home) | self.environment
                 argv = _joining(cgroup, ["/bin/sh", "-c", _limits(self.config), *_shell(self.config, command)])
                 return _execute(argv, self.config, timeout, cancelled, poll, cgroup, cwd=folder, env=env)
 
@@ -198,12 +206,14 @@ class Sandbox:
         for folder_hidden in hidden:
             argv += ["--tmpfs", str(folder_hidden)]
         argv += ["--bind", str(self.root), str(self.root)]
+        for source, destination in self.writable:
+            argv += ["--bind", str(source), str(destination)]
         for source, destination in self.readonly:
             argv += ["--ro-bind", str(source), str(destination)]
         for folder_hidden in hidden:  # after the binds, which may need mount points inside them
             argv += ["--remount-ro", str(folder_hidden)]
         argv += ["--clearenv"]
-        for name, value in _environment(config, HOME).items():
+        for name, value in (_environment(config, HOME) | self.environment).items():
             argv += ["--setenv", name, value]
         argv += ["--chdir", str(folder), "--", "/bin/sh", "-c", _limits(config), *_shell(config, command)]
         return argv
@@ -537,6 +547,12 @@ def server_wrap(config: SandboxConfig) -> tuple[str, ...]:
     for folder in hidden:
         argv += ["--remount-ro", str(folder)]
     return (*argv, "--chdir", "/tmp", "--")
+
+
+def interpreter_binds(config: SandboxConfig) -> list[tuple[Path, Path]]:
+    """The worker's own Python where a hidden folder covers it, as read-only binds at its place:
+    what a program the worker runs in the sandbox with sys.executable needs."""
+    return [(path, path) for path in _interpreter_in(_existing_folders(config.hidden))]
 
 
 def _interpreter_in(hidden: Sequence[Path]) -> list[Path]:

@@ -37,6 +37,8 @@ from runs import snapshots
 from runs.models import LedgerEntry, Message, PassResult, ResultBlob, Run, RunEvent, RunState, Step
 from runs.selectors import PRUNED
 from rysh_site.chunks import MANY, chunks
+from workspaces.caches import caches_all, caches_due, caches_prune
+from workspaces.models import Workspace
 from workspaces.services import workspaces_due, workspaces_prune
 
 log = logging.getLogger(__name__)
@@ -177,6 +179,7 @@ def database_file_bytes() -> int | None:
 def last_prune_text(entry: AuditEntry) -> str:
     """What a prune's audit entry says it removed, kind by kind."""
     labels = {"steps": "steps", "media": "media", "snapshots": "snapshots", "workspaces": "working copies"}
+    labels["caches"] = "dependency caches"
     parts = []
     for key, measure in entry.detail.items():
         if isinstance(measure, dict) and (measure.get("rows") or measure.get("files")):
@@ -247,6 +250,7 @@ def retention_plan(*, now: datetime | None = None, sizes: Sizes | None = None) -
     now = now or timezone.now()
     sizes = sizes or Sizes()
     return [builder(now, sizes) for builder in (_plan_steps, _plan_media, _plan_snapshots, _plan_workspaces)] + [
+        _plan_caches(now),
         _plan_deliveries(now, sizes),
         _plan_audit(now, sizes),
     ]
@@ -312,6 +316,36 @@ def _plan_workspaces(now, sizes) -> KindPlan:
         files_under([Path(settings.RYSH_WORKSPACES_DIR)]),
         due,
     )
+
+
+def _plan_caches(now) -> KindPlan:
+    days = settings.RYSH_KEEP_CACHES_DAYS
+    return KindPlan(
+        "caches",
+        "Dependency caches of coding loops",
+        [("RYSH_KEEP_CACHES_DAYS", days)],
+        files_under([Path(settings.RYSH_CACHES_DIR)]),
+        files_under(cache.root for cache in _caches_due(now)),
+    )
+
+
+def caches_held() -> list[dict]:
+    """The Storage page's list of dependency caches: whose, how big, when a run last used each."""
+    return [
+        {
+            "name": cache.root.name,
+            "repository": cache.repository(),
+            "bytes": files_under([cache.root]).file_bytes,
+            "last_used": cache.last_used(),
+        }
+        for cache in caches_all()
+    ]
+
+
+def _caches_due(now) -> list:
+    """Caches unused past their days, but never the repository's of a run not finished."""
+    busy = set(Workspace.objects.exclude(run__state=RunState.FINISHED).values_list("source", flat=True))
+    return caches_due(now=now, busy=busy)
 
 
 def _plan_deliveries(now, sizes) -> KindPlan:
@@ -415,6 +449,7 @@ def retention_prune(
         _prune_media(by_key["media"], now, batches),
         _prune_snapshots(by_key["snapshots"], now, batches, sizes),
         _prune_workspaces(by_key["workspaces"], now),
+        _prune_caches(by_key["caches"], now),
         _prune_deliveries(by_key["deliveries"], now, batches, sizes),
         _prune_audit(by_key["audit"], now, batches, sizes),
     ]
@@ -503,6 +538,13 @@ def _prune_snapshots(kind: KindPlan, now, batches: _Batches, sizes: Sizes) -> Ki
 def _prune_workspaces(kind: KindPlan, now) -> KindPlan:
     measure = files_under(Path(w.home) for w in workspaces_due(now=now))
     workspaces_prune(now=now)
+    return _removed(kind, measure)
+
+
+def _prune_caches(kind: KindPlan, now) -> KindPlan:
+    due = _caches_due(now)
+    measure = files_under(cache.root for cache in due)
+    caches_prune(due)
     return _removed(kind, measure)
 
 

@@ -28,6 +28,7 @@ def storage(request: HttpRequest) -> HttpResponse:
         "last": last,
         "last_text": retention.last_prune_text(last) if last else "",
         "batch": settings.RYSH_PRUNE_BATCH,
+        "caches": retention.caches_held(),
     }
     return render(request, "ops/storage.html", context)
 

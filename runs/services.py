@@ -43,6 +43,7 @@ from runs.wiring import sandbox_config, site_url
 from workspaces.models import WorkspaceState
 from workspaces.services import WorkspaceRefused, workspace_arm, workspace_carries, workspace_source
 from workspaces.source import Source as CopySource
+from workspaces.setup import setup_line
 
 log = logging.getLogger(__name__)
 EXECUTE_FUNC = "runs.worker.execute_run"  # the worker's entry point, queued by path
@@ -338,6 +339,8 @@ def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, use
             "commands "
             + ("in the bubblewrap sandbox" if sandbox_config().enabled else "UNSANDBOXED (RYSH_SANDBOX=off)")
         )
+        if spec.setup:
+            lines.append(setup_line(spec.setup))
         if spec.approve:
             lines.append(f"approval needed for: {', '.join(spec.approve)}")
     lines += [f"schedule: {spec.schedule or 'none'}", f"results: {output_dir}"]

@@ -17,6 +17,7 @@ from agents.providers import model_for
 from agents.sandbox import Sandbox, SandboxConfig, sandbox_problem, server_wrap
 from agents.task_tools import TaskTools
 from catalogue.spec import Kind, RecipeSpec
+from runs import events
 from runs.arming import arm, system_prompt
 from runs.engine import Armed
 from runs.models import Control, Run, Step
@@ -24,6 +25,7 @@ from toolservers.models import ToolServer
 from toolservers.services import config_of, record_listing
 from workspaces.selectors import stat_lines
 from workspaces.services import workspace_measure, workspace_open, workspace_pass_ended
+from workspaces.setup import agent_sandbox_extras, workspace_setup
 
 
 def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = None) -> Armed:
@@ -105,6 +107,7 @@ def sandbox_config() -> SandboxConfig:
     """The sandbox as the settings say: what it hides (the data folder with the database, the
     secret key and other runs' copies; results; the worker's home) and its limits."""
     hidden = [settings.DATA_DIR, settings.RYSH_RESULTS_DIR, settings.RYSH_SNAPSHOTS_DIR, settings.RYSH_WORKSPACES_DIR]
+    hidden.append(settings.RYSH_CACHES_DIR)  # a run's own repository's cache is bound back in
     hidden += [Path(p) for p in settings.RYSH_SANDBOX_HIDE]
     home = Path.home()
     if home != Path("/") and home.is_dir():
@@ -145,7 +148,18 @@ def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
             "unless an admin sets RYSH_SANDBOX=off"
         )
     workspace, copy = workspace_open(run=run, sandboxed=config.enabled)
-    sandbox = Sandbox(copy.tree, config=config, readonly=[(copy.git_dir, copy.tree / ".git")])
+    if spec.setup:  # raises SetupFailed: the worker ends the run with its cause, no model called
+        workspace_setup(
+            workspace=workspace,
+            copy=copy,
+            commands=spec.setup,
+            config=config,
+            cancelled=lambda: _stop_reason(run.pk),
+            record=lambda message, **data: events.record(run, "setup", message, **data),
+        )
+    caches, environment = agent_sandbox_extras(workspace)  # read-only to the agent's commands
+    readonly = [(copy.git_dir, copy.tree / ".git"), *caches]
+    sandbox = Sandbox(copy.tree, config=config, readonly=readonly, environment=environment)
     notes = [
         "commands run in a bubblewrap sandbox: the working copy alone is writable, no network, a cleared environment"
         if config.enabled

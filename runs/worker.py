@@ -25,6 +25,7 @@ from runs.report import write_report
 from runs.services import enqueue_run, runs_sweep_lost
 from runs.wiring import arm_run, sandbox_missing
 from rysh_site import tracing
+from workspaces.setup import SetupFailed
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,9 @@ def execute(run_id: int, armed_for) -> None:
     with Heartbeat(run_id), tracing.session(run):
         try:
             armed = armed_for(run)
+        except SetupFailed as exc:  # its cause as it is; no model was called
+            finish_run(run, str(exc))
+            return
         except Exception as exc:  # e.g. the recipe's script or API key went away since start
             finish_run(run, f"error: {exc}")
             return

@@ -48,6 +48,8 @@ def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
 
 # a host name as DNS writes it (letters, digits, -, _ between dots), lowercase
 HOST_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*")
+# an admin's entry of a host list: a name, *.domain, an address ([v6] with a port), and :port
+HOST_PORT_ENTRY = re.compile(r"((\*\.)?[a-z0-9_-][a-z0-9._-]*|\[[0-9a-f:.]+\]|[0-9a-f:.]+)(:\d{1,5})?")
 
 
 def envhosts(name: str) -> list[str]:

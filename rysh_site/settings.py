@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from rysh_site import login_env, metrics_env
+from rysh_site import login_env, metrics_env, setup_env
 from rysh_site.env import envbool, envchoice, envhosts, envint, envnetworks, envstr
 from rysh_site.security import private_dir, restrict_umask
 
@@ -422,6 +422,16 @@ RYSH_SANDBOX_PROCESSES = envint("RYSH_SANDBOX_PROCESSES", 512, minimum=8)
 # home are hidden always): put any folder with secrets here
 RYSH_SANDBOX_HIDE = [p for p in envstr("RYSH_SANDBOX_HIDE").split(":") if p]
 RYSH_SANDBOX_PATH = envstr("RYSH_SANDBOX_PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+# a coding loop's `setup:` (docs/coding-loops.md): its commands fetch only from these hosts,
+# through the worker's proxy (public hosts; a private mirror as host:port in the second list),
+# and are killed when they take longer than the timeout together (seconds)
+RYSH_SETUP_ALLOW_HOSTS = setup_env.setup_allow_hosts()
+RYSH_SETUP_ALLOW_PRIVATE_HOSTS = setup_env.setup_private_hosts()
+RYSH_SETUP_TIMEOUT = envint("RYSH_SETUP_TIMEOUT", 600, minimum=1)
+# dependency caches (pip, npm, Go modules), one folder per repository: written by setup, read-only
+# to the agent's commands; removed by retention when no run used them for RYSH_KEEP_CACHES_DAYS
+RYSH_CACHES_DIR = Path(envstr("RYSH_CACHES_DIR", str(DATA_DIR / "caches"))).resolve()
+RYSH_KEEP_CACHES_DAYS = envint("RYSH_KEEP_CACHES_DAYS", 30, minimum=0)
 # tools from MCP servers (toolservers/, docs/mcp.md): how long a server may take to start and list
 # its tools, how long one call may run (never past the leg's clock), the most characters a result
 # may bring back (less when the budget has less room left)

@@ -29,9 +29,13 @@ from catalogue.repo import GIT_ENV_DROP
 # never a program of the tree's choosing, whatever .gitattributes says
 _SAFE = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.external="]
 PATCH_LIMIT = 4 * 1024 * 1024  # characters of a diff read for a page at most
-# caches that tools leave behind when they run, never the work: left out of every diff and keep
-# (info/exclude, on top of the repository's own .gitignore)
-CACHES = ("__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/", "node_modules/")
+# caches that tools leave behind when they run, and what a recipe's setup installs (a virtualenv,
+# node_modules), never the work: left out of every diff and keep (info/exclude, on top of the
+# repository's own .gitignore; a file the repository tracks there still shows)
+CACHES = (
+    *("__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/"),
+    *("node_modules/", ".venv/", "venv/", ".tox/", ".nox/", "*.egg-info/", ".eggs/"),
+)
 
 
 class CopyError(Exception):

@@ -48,6 +48,13 @@ def installation_key() -> str:
     return Installation.objects.order_by("pk").values_list("key", flat=True).first()
 
 
+class SetupState(models.TextChoices):
+    NONE = "", "no setup"
+    RUNNING = "running"  # a worker runs the recipe's `setup:` commands now
+    DONE = "done"  # every command exited 0: never again in this copy (a continue, a resume)
+    FAILED = "failed"  # a command failed or was killed: the run ended before its first model call
+
+
 class Workspace(models.Model):
     run = models.OneToOneField("runs.Run", on_delete=models.CASCADE, related_name="workspace")
     # a resumed run takes its predecessor's copy: the next pass starts from the work
@@ -81,6 +88,10 @@ class Workspace(models.Model):
     pushed_to = models.CharField(max_length=1000, blank=True)  # where keep pushed the branch (as shown)
     removed_at = models.DateTimeField(null=True, blank=True)  # discarded or pruned
     created_at = models.DateTimeField(auto_now_add=True)
+    # the recipe's `setup:` in this copy (workspaces/setup.py): its state, and each command that
+    # ran: [{command, exit_status, killed, seconds, output}] (output: its head and tail)
+    setup_state = models.CharField(max_length=20, choices=SetupState.choices, default=SetupState.NONE, blank=True)
+    setup = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
         return f"working copy of run #{self.run_id} ({self.branch})"
