@@ -42,8 +42,8 @@ from runs.signals import run_paused
 from runs.wiring import sandbox_config, site_url
 from workspaces.models import WorkspaceState
 from workspaces.services import WorkspaceRefused, workspace_arm, workspace_carries, workspace_source
-from workspaces.source import Source as CopySource
 from workspaces.setup import setup_line
+from workspaces.source import Source as CopySource
 
 log = logging.getLogger(__name__)
 EXECUTE_FUNC = "runs.worker.execute_run"  # the worker's entry point, queued by path
