@@ -104,7 +104,7 @@ def _jsonable(value: Any) -> Any:
 @server.tool()
 async def list_recipes(kind: Kind | None = None, q: str = "") -> dict:
     """The recipes of the catalogue: kind, name, description, whether runnable, and the plan
-    figures computed at sync. `kind` narrows to task/coding/…; `q` searches names. Scope: read."""
+    figures computed at sync. `kind` narrows to web, task or code; `q` searches names. Scope: read."""
     return await _call("read", lambda owner: recipe_views.recipe_list_of(kind=kind or "", q=q))
 
 

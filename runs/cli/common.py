@@ -14,7 +14,7 @@ from runs.models import ACTIVE_STATES, Run
 class Cli:
     """One call of `auto`: the recipe kind it names, and the command's own output streams."""
 
-    kind: str  # web | task: the recipe kind the command was called for
+    kind: str  # web | task | code: the recipe kind the command was called for
     stdout: OutputWrapper
     stderr: OutputWrapper
 

@@ -57,10 +57,10 @@ VERBS = {
 
 class Command(BaseCommand):
     help = (
-        "Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|grant|resume|land|"
+        "Run and steer recipes: auto <web|task|code> run|status|stop|cancel|continue|grant|resume|land|"
         "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
         "auto <kind> rejudge NAME [--until-file F] [-n 10] [--judge-model M]; "
-        "auto task diff|keep|discard NAME [--run ID] [--pass N]; "
+        "auto task|code diff|keep|discard NAME [--run ID] [--pass N]; "
         "auto <kind> schedule add|list|rm|enable|disable|owner ...; auto web profile list|rm [NAME]; "
         "auto quota set|list|rm ...; auto price set|list|rm ...; auto mcp add|list|rm|test ..."
     )
