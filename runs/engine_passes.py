@@ -9,7 +9,6 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from catalogue.recipe import render
 from runs import events, snapshots
 from runs import judge as judging
 from runs.arming import first_message, resumed_message, seeded_message
@@ -41,7 +40,7 @@ class Passes:
         return run_pass
 
     def start(self, number: int, previous: Pass | None) -> Pass:
-        spec, out = self.armed.spec, str(self.armed.output_dir)
+        spec, out, workdir = self.armed.spec, str(self.armed.output_dir), self.armed.workdir
         if previous is None and self.run.resumed_from_id:
             text = resumed_message(
                 spec,
@@ -49,12 +48,19 @@ class Passes:
                 out,
                 previous_run=self.run.resumed_from_id,
                 result=judging.newest_result(self.armed.output_dir),
+                workdir=workdir,
             )
         elif previous is None:
-            text = first_message(spec, self.run.args, out)
+            text = first_message(spec, self.run.args, out, workdir=workdir)
         else:
             text = seeded_message(
-                spec, self.run.args, out, number=number, result=self.result_of(previous), reason=previous.reason
+                spec,
+                self.run.args,
+                out,
+                number=number,
+                result=self.result_of(previous),
+                reason=previous.reason,
+                workdir=workdir,
             )
         with transaction.atomic():
             run_pass, created = Pass.objects.get_or_create(run=self.run, number=number)
@@ -66,10 +72,7 @@ class Passes:
 
     def begin_wrap_up(self, run_pass: Pass, stop: str) -> None:
         """The task prompt loses the wheel; the takeover prompt gets a fresh allotment."""
-        spec = self.armed.spec
-        prompt = render(
-            spec.do.takeover_prompt or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
-        )
+        prompt = self.armed.fill(self.armed.spec.do.takeover_prompt or "", self.run.args)
         self.conversation.append_user_text(prompt)
         run_pass.phase = Phase.WRAP_UP
         run_pass.takeover_used = True

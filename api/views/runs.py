@@ -40,6 +40,7 @@ class StartIn(Schema):
     headless: bool = True
     provider: Literal["auto", "anthropic", "scripted"] | None = None
     overrides: dict[Override, str] = {}
+    workdir: str | None = None  # a coding run's folder of the repository, instead of its workdir:
 
 
 class GrantIn(Schema):
@@ -178,6 +179,7 @@ def start(payload: StartIn, *, owner) -> dict:
             overrides={k: v for k, v in payload.overrides.items() if v},
             provider=payload.provider,
             dry_run=payload.dry_run,
+            workdir=payload.workdir,
         )
     except services.RunRefused as exc:
         raise refused(exc) from None

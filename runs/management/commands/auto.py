@@ -1,8 +1,9 @@
 """`python manage.py auto <kind> <action> ...` — the CLI face of the controls (SPEC §5), and
 `auto quota|price set|list|rm ...` — spend governance for admins on the server (SPEC §10).
 
-Targets are recipe names (the active or latest run of that recipe), paths to recipe
-files for `run` and `check`, or run ids written `#12` or `12`.
+Targets are recipe names (the active or latest run of that recipe; with the run's arguments
+after the name when a coding recipe's runs go side by side), paths to recipe files for `run`
+and `check`, or run ids written `#12` or `12`.
 
 This module builds the parser and dispatches; the verbs live in runs/cli/ (one module per
 group) and, for quotas and prices, in spend/cli.py.
@@ -100,6 +101,9 @@ class Command(BaseCommand):
         parser.add_argument("--time", dest="grant_time", help="grant: extra outer time (90s, 7m, 1h30m)")
         parser.add_argument("--run", dest="run_id", help="diff|keep|discard: this run (#12) instead of the latest")
         parser.add_argument("--pass", dest="pass_number", type=int, help="diff: one pass's changes")
+        parser.add_argument(
+            "--workdir", help="run: a coding recipe's agent works in this folder of the repository (not its workdir:)"
+        )
         for name in OVERRIDE_OPTIONS:
             parser.add_argument(
                 f"--{name.replace('_', '-')}", dest=f"override_{name}", help=f"per-run override of {name}"
