@@ -18,6 +18,7 @@ from catalogue.sync import recipes_sync
 from runs import services, worker
 from runs.models import Run
 from runs.wiring import arm_run
+from schedules.services import schedule_add, schedule_tick
 from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401 (fixture)
 from tests.recipes_git import git
 from tests.runs.test_view_runs import client_for, user_with
@@ -237,3 +238,13 @@ def test_cli_verbs_by_name_pick_a_run_by_its_arguments_or_refuse_naming_them(fak
     two.refresh_from_db(), one.refresh_from_db()
     assert (one.state, two.state_label) == ("finished", "paused(cancelled)")
     assert f"run #{two.pk} continues" in auto("code", "continue", "softdev-loop")  # one left: no doubt
+
+
+def test_schedules_of_one_code_recipe_with_other_arguments_start_side_by_side(fake_anthropic, softdev):
+    for name, goal in (("nightly-sum", "add Sum"), ("nightly-max", "add Max"), ("again-sum", "add Sum")):
+        schedule_add(name=name, kind="code", recipe="softdev-loop", args=[goal], when="@daily")
+    assert schedule_tick("nightly-sum").endswith("started run #1")
+    assert schedule_tick("nightly-max").endswith("started run #2")
+    said = schedule_tick("again-sum")
+    assert "tick failed: code/softdev-loop already has an active run with these arguments: run #1" in said
+    assert [run.args for run in Run.objects.order_by("pk")] == [["add Sum"], ["add Max"]]
