@@ -152,6 +152,7 @@ def recipe_detail(request: HttpRequest, kind: str, name: str) -> HttpResponse:
             "can_edit": user_can(request.user, "edit") and not recipe.archived,
             "can_operate": user_can(request.user, "operate"),
             "schedule_owner": _schedule_owner(kind, name),
+            "branch": settings.RYSH_RECIPES_BRANCH,  # where a coding loop's copy starts without base:
         },
     )
 

@@ -12,7 +12,7 @@ from catalogue.recipe import RecipeError, parse_recipe
 from catalogue.spec import Kind
 from catalogue.sync import recipes_sync
 from catalogue.workdir import list_recipes
-from tests.recipes_git import work  # noqa: F401 (fixture)
+from tests.recipes_git import git, work  # noqa: F401 (fixture)
 
 CODE = ".rysh/automations/codes/softdev.md"
 
@@ -115,3 +115,21 @@ def test_the_editor_offers_a_code_recipe_from_its_starter(work, admin_client):
     page = admin_client.get("/recipes/new/?kind=code").content.decode()
     assert '<option value="code" selected>code</option>' in page
     assert "workdir: &quot;.&quot;" in page and "You work in {{workdir}}" in page
+
+
+@pytest.mark.django_db
+def test_a_coding_loop_wears_a_badge_with_its_workdir_and_base_on_the_list_and_its_page(synced, admin_client):
+    git(synced.path, "branch", "release")  # a base that names a branch of the repository
+    synced.write("tasks/fix.md", '---\nworkdir: "."\nbase: release\n---\nFix it.\n')
+    synced.commit("a task that is a coding loop, from the release branch")
+    recipes_sync()
+    rows = admin_client.get("/recipes/").content.decode()
+    softdev = rows.partition('id="recipe-code-softdev-loop"')[2].partition("</tr>")[0]
+    assert "coding loop · <code>.</code> @ <code>main</code>" in softdev  # no base: the recipes branch
+    fix = rows.partition('id="recipe-task-fix"')[2].partition("</tr>")[0]
+    assert "coding loop · <code>.</code> @ <code>release</code>" in fix
+    report = rows.partition('id="recipe-task-report"')[2].partition("</tr>")[0]
+    assert "coding loop" not in report  # a plain task has no copy
+    page = admin_client.get("/recipes/code/softdev-loop/").content.decode()
+    assert 'id="coding-loop"' in page and "in ., starting from main (the recipes branch)" in page
+    assert 'id="coding-loop"' not in admin_client.get("/recipes/task/report/").content.decode()
