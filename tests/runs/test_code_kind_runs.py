@@ -248,3 +248,11 @@ def test_schedules_of_one_code_recipe_with_other_arguments_start_side_by_side(fa
     said = schedule_tick("again-sum")
     assert "tick failed: code/softdev-loop already has an active run with these arguments: run #1" in said
     assert [run.args for run in Run.objects.order_by("pk")] == [["add Sum"], ["add Max"]]
+
+
+def test_the_dashboard_tells_side_by_side_runs_apart_and_shows_no_headless_for_them(fake_anthropic, softdev):
+    one, two = start(["add Sum"]), start(["add Max"])
+    page = client_for(user_with("viewer")).get("/").content.decode()
+    for run, goal in ((one, "add Sum"), (two, "add Max")):
+        row = page.partition(f'id="run-row-{run.pk}"')[2].partition("</tr>")[0]
+        assert f">{goal}</span>" in row and "<td>—</td>" in row and "<td>yes</td>" not in row
