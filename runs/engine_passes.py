@@ -5,6 +5,7 @@ wrap-up takes the wheel, and how a pass ends (its results kept as a snapshot).""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from django.db import transaction
 from django.utils import timezone
@@ -47,7 +48,7 @@ class Passes:
                 self.run.args,
                 out,
                 previous_run=self.run.resumed_from_id,
-                result=judging.newest_result(self.armed.output_dir),
+                result=judging.newest_result(self._resumed_folder()),
                 workdir=workdir,
             )
         elif previous is None:
@@ -69,6 +70,12 @@ class Passes:
         self.run.pass_number, self.run.phase = number, Phase.TASK
         events.record(self.run, "pass.started", f"pass {number}/{self.plan.passes} started", number=number)
         return run_pass
+
+    def _resumed_folder(self) -> Path:
+        """Where the resumed run saved: its own results folder (a coding run's is its slot's,
+        the same as this run's unless the run was started before slots had folders)."""
+        folder = Run.objects.filter(pk=self.run.resumed_from_id).values_list("output_dir", flat=True).first()
+        return Path(folder) if folder else self.armed.output_dir
 
     def begin_wrap_up(self, run_pass: Pass, stop: str) -> None:
         """The task prompt loses the wheel; the takeover prompt gets a fresh allotment."""

@@ -243,10 +243,10 @@ def test_cli_verbs_by_name_pick_a_run_by_its_arguments_or_refuse_naming_them(fak
 def test_schedules_of_one_code_recipe_with_other_arguments_start_side_by_side(fake_anthropic, softdev):
     for name, goal in (("nightly-sum", "add Sum"), ("nightly-max", "add Max"), ("again-sum", "add Sum")):
         schedule_add(name=name, kind="code", recipe="softdev-loop", args=[goal], when="@daily")
-    assert schedule_tick("nightly-sum").endswith("started run #1")
-    assert schedule_tick("nightly-max").endswith("started run #2")
+    assert "started run #" in schedule_tick("nightly-sum") and "started run #" in schedule_tick("nightly-max")
+    first = Run.objects.earliest("pk")
     said = schedule_tick("again-sum")
-    assert "tick failed: code/softdev-loop already has an active run with these arguments: run #1" in said
+    assert f"tick failed: code/softdev-loop already has an active run with these arguments: run #{first.pk}" in said
     assert [run.args for run in Run.objects.order_by("pk")] == [["add Sum"], ["add Max"]]
 
 
@@ -256,3 +256,19 @@ def test_the_dashboard_tells_side_by_side_runs_apart_and_shows_no_headless_for_t
     for run, goal in ((one, "add Sum"), (two, "add Max")):
         row = page.partition(f'id="run-row-{run.pk}"')[2].partition("</tr>")[0]
         assert f">{goal}</span>" in row and "<td>—</td>" in row and "<td>yes</td>" not in row
+
+
+def test_a_resume_is_seeded_from_the_results_folder_of_the_run_it_resumes(fake_anthropic, softdev, tmp_path):
+    serve(fake_anthropic, [], ["YES\nok"])
+    earlier = start([GOAL])
+    # a run from before slots had folders: its results in the recipe's folder itself
+    folder = Path(earlier.output_dir).parent
+    (folder / "notes.md").write_text("Sum is half done: tests written, not the code.")
+    Run.objects.filter(pk=earlier.pk).update(output_dir=str(folder), state="finished", cause="stopped by user")
+    earlier.refresh_from_db()
+    again = services.run_resume(run=earlier)
+    assert again.output_dir != str(folder)  # its slot's own folder
+    worker.execute(again.pk, arm_run)
+    seed = first_text(worked(sent(fake_anthropic))[0])
+    assert f"This run resumes run #{earlier.pk}. Its latest result (notes.md)" in seed
+    assert "Sum is half done" in seed
