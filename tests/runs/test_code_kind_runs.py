@@ -184,6 +184,8 @@ def test_runs_with_other_arguments_go_side_by_side_each_in_its_own_copy_and_fold
     assert one.workspace.home != two.workspace.home
     assert (folder_of(one) / "note.txt").read_text() == "one\n"
     assert (folder_of(two) / "note.txt").read_text() == "two\n"
+    # each run's own diff, by `auto code diff`
+    assert "+one" in auto("code", "diff", f"#{one.pk}") and "+two" in auto("code", "diff", f"#{two.pk}")
 
 
 def test_the_same_arguments_are_refused_naming_the_run_that_holds_them(fake_anthropic, softdev):
