@@ -24,7 +24,7 @@ class RunState(models.TextChoices):
 ACTIVE_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.PAUSED, RunState.AWAITING_APPROVAL)
 # What keeps a second run in the same slot (runs.slots: the recipe, and for a recipe with a
 # working copy its arguments) from starting: a cancelled run is parked, not active, so `resume`
-# may start beside it (SPEC §9). The constraint and the services share it.
+# may start beside it (docs/running-loops.md). The constraint and the services share it.
 BLOCKING_RUN = models.Q(state__in=["queued", "running", "awaiting approval"]) | (
     models.Q(state="paused") & ~models.Q(pause_reason="cancelled")
 )
@@ -116,7 +116,7 @@ class Run(models.Model):
             # One active run per slot (a recipe, or a coding recipe and its arguments),
             # enforced by the database so that two people pressing Run at once cannot both
             # win. A cancelled run is parked, not active: resume may start a fresh run beside
-            # it (SPEC §9).
+            # it (docs/running-loops.md).
             models.UniqueConstraint(
                 fields=["slot"],
                 name="one_active_run_per_slot",

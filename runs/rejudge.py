@@ -159,7 +159,7 @@ def judge_messages(until: str, candidate: Candidate) -> list[dict]:
 
 def goal_for(until: str, run: Run) -> str:
     """The new goal as that run's judge would read it: its placeholders filled with the run's
-    arguments and folders (SPEC §1), the argument names read from the text the run was armed with."""
+    arguments and folders (docs/recipes.md), the argument names read from the text the run was armed with."""
     spec = _armed_spec(run.recipe_text, run.recipe_path, run.kind)
     if spec is None:
         return until
