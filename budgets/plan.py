@@ -102,7 +102,7 @@ class Plan:
             passes=self.passes,
             tokens=self.per_pass.tokens,
             seconds=self.per_pass.seconds,
-            takeover_when=self.takeover_when,
+            takeover_when=self.takeover_when if self.split.takeover is not None else None,
             outer_tokens=self.outer_tokens,
             outer_seconds=self.outer_seconds,
         )
@@ -191,14 +191,17 @@ def summary_lines(
     passes: int,
     tokens: int,
     seconds: int,
-    takeover_when: int,
+    takeover_when: int | None,
     outer_tokens: int,
     outer_seconds: int,
 ) -> list[str]:
-    """The three lines rysh prints for a resolved loop, byte for byte."""
+    """The three lines rysh prints for a resolved loop, byte for byte. `takeover_when` None: the
+    recipe has no wrap-up prompt, so there is no takeover to print (the percentage would mean
+    nothing: a budget stop is a plain stop)."""
+    takeover = f"  takeover={takeover_when}" if takeover_when is not None else ""
     return [
         f"loop enabled={str(loop_enabled).lower()}  maxIter={passes}",
-        f"perPass: tokens={tokens}  duration={format_duration_go(seconds)}  takeover={takeover_when}",
+        f"perPass: tokens={tokens}  duration={format_duration_go(seconds)}{takeover}",
         f"outer:   tokensTotal={outer_tokens}  duration={format_duration_go(outer_seconds)}",
     ]
 

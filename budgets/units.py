@@ -88,25 +88,30 @@ def _exact_in(tokens: int, unit: int) -> str | None:
 
 
 def format_tokens(tokens: int) -> str:
-    """The largest unit that reads naturally: 4b, 20p, 1s, 1.5b.
+    """The largest unit that reads naturally, at most one decimal: 4b, 20p, 1s, 1.5b, 270p.
 
-    Exact amounts round-trip through parse_tokens. Amounts that are not whole
-    tenths of any unit (live spend, say) are shown approximately with '~';
-    the exact count belongs in a tooltip beside it.
+    Exact amounts are shown as they are (and whole pages round-trip through parse_tokens), but
+    a fraction only on a number under 100: 3258.2p reads as ~16.3b. Amounts that are not whole
+    tenths of any unit (live spend, say) are shown approximately with '~', to one decimal under
+    100 and whole past it; the exact count belongs in a tooltip beside it.
     """
     if tokens < 0:
         raise UnitError(f"expected a token count of zero or more, got {tokens}")
     if tokens == 0:
         return "0p"
-    for suffix, unit in (("s", SHELF), ("b", BOOK), ("p", PAGE)):
+    for suffix, unit in _LARGEST_FIRST:
         if tokens >= unit:
             shown = _exact_in(tokens, unit)
-            if shown is not None:
+            if shown is not None and ("." not in shown or tokens < _FRACTION_BELOW * unit):
                 return f"{shown}{suffix}"
-    for suffix, unit in (("s", SHELF), ("b", BOOK)):
-        if tokens >= unit:
-            return f"~{tokens / unit:.1f}{suffix}"
-    return f"~{tokens / PAGE:.1f}p"
+    suffix, unit = next(((s, u) for s, u in _LARGEST_FIRST if tokens >= u), ("p", PAGE))
+    value = tokens / unit
+    shown = str(int(value + 0.5)) if value >= _FRACTION_BELOW else f"{value:.1f}".removesuffix(".0")
+    return f"~{shown}{suffix}"
+
+
+_LARGEST_FIRST = (("s", SHELF), ("b", BOOK), ("p", PAGE))
+_FRACTION_BELOW = 100  # 45.5p reads well, 3258.2p does not
 
 
 def parse_duration(value: object) -> int:

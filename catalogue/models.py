@@ -19,7 +19,7 @@ class RepoState(models.Model):
 class Recipe(models.Model):
     """One recipe target (`web/halilagin-medium`); its text lives in RecipeVersions."""
 
-    kind = models.CharField(max_length=8)  # web | task
+    kind = models.CharField(max_length=8)  # web | task | code
     name = models.CharField(max_length=200)
     path = models.CharField(max_length=500)
     archived = models.BooleanField(default=False)  # the file was deleted; history is kept

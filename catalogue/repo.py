@@ -38,7 +38,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from django.conf import settings
 
 RECIPES_DIR = ".rysh/automations"
-RECIPE_PATH_RE = re.compile(r"\.rysh/automations/(webs|tasks)/([^/]+)\.md\Z")
+RECIPE_PATH_RE = re.compile(r"\.rysh/automations/(webs|tasks|codes)/([^/]+)\.md\Z")
 ZERO = "0" * 40
 _URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:", re.IGNORECASE)
 # `scheme://userinfo@` anywhere in a text (a location, git's stderr); the userinfo stops at the
@@ -172,7 +172,7 @@ def recipe_path(kind_folder: str, name: str) -> str:
 
 
 def split_recipe_path(path: str) -> tuple[str, str] | None:
-    """(`webs`|`tasks`, name) for a recipe file path, None for anything else in the folder."""
+    """(`webs`|`tasks`|`codes`, name) for a recipe file path, None for anything else in the folder."""
     match = RECIPE_PATH_RE.match(path)
     return (match[1], match[2]) if match else None
 

@@ -69,12 +69,12 @@ def recipe_args(recipe: Recipe) -> list[str]:
 
 
 def results_folder_owner(*, kind: str, name: str, output_dir: str) -> Recipe | None:
-    """The recipe that already owns a custom results folder (one outside webs/ and tasks/) this
+    """The recipe that already owns a custom results folder (one outside webs/, tasks/ and codes/) this
     recipe's `output_dir` equals, sits in or holds: None when the folder is free or its own.
 
     A folder belongs to the first recipe that claimed it (the older catalogue entry), so a later
     recipe cannot read or overwrite another's results by naming the same folder. Folders under
-    webs/<name>/ and tasks/<name>/ are confined by the recipe reader already.
+    webs/<name>/, tasks/<name>/ and codes/<name>/ are confined by the recipe reader already.
     """
     mine = _folder_parts(output_dir)
     if not mine or mine[0] in KINDS:

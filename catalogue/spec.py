@@ -13,11 +13,13 @@ from budgets.units import BOOK
 
 
 class Kind(enum.StrEnum):
-    """What a recipe drives: a real browser (web) or no browser (task). A StrEnum, so a kind
-    compares equal to the word users type and stored rows keep the plain word."""
+    """What a recipe drives: a real browser (web), no browser (task), or a working copy of the
+    repository (code: rysh's coding recipes, a task anchored to a folder, docs/coding-loops.md).
+    A StrEnum, so a kind compares equal to the word users type and stored rows keep the word."""
 
     WEB = "web"
     TASK = "task"
+    CODE = "code"
 
     @property
     def folder(self) -> str:
@@ -29,10 +31,19 @@ class Kind(enum.StrEnum):
         return KINDS[folder]
 
 
-_FOLDER_OF = {Kind.WEB: "webs", Kind.TASK: "tasks"}
+_FOLDER_OF = {Kind.WEB: "webs", Kind.TASK: "tasks", Kind.CODE: "codes"}
 # The same facts as lookups; a plain "web" or "webs" finds its entry too.
 KINDS = {kind.folder: kind for kind in Kind}  # folder -> kind
 FOLDERS = {kind: kind.folder for kind in Kind}  # kind -> folder
+
+
+def _listed(words: list[str], last: str) -> str:
+    """`a, b and c`: words as a sentence lists them."""
+    return ", ".join(words[:-1]) + f" {last} " + words[-1]
+
+
+# how messages list the kind folders: "webs/, tasks/ and codes/"
+FOLDER_WORDS = _listed([f"{folder}/" for folder in KINDS], "and")
 
 DEFAULT_INTERVAL = 50
 MAX_INTERVAL = 500
@@ -135,8 +146,9 @@ class RecipeSpec:
     effort: str | None = None
     effort_line: int | None = None  # where `effort:` sits, for the check of an unpinned model
     notify: tuple[NotifyRule, ...] = ()
-    # task recipes (SPEC §11): where a coding agent works, a folder of the recipes repository
-    # ("." its root, normalised with '/'); None: no working copy, the tools of a plain task
+    # task and code recipes (docs/coding-loops.md): where a coding agent works, a folder of the
+    # recipes repository ("." its root, normalised with '/'; a code recipe without `workdir:`
+    # works in "."); None: no working copy, the tools of a plain task
     workdir: str | None = None
     workdir_line: int | None = None  # where `workdir:` sits, for the checks that need the repository
     # coding loops (docs/coding-loops.md): the branch or commit the copy starts from (None: the

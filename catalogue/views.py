@@ -27,7 +27,7 @@ from catalogue.selectors import (
     recipe_versions,
     repo_state_current,
 )
-from catalogue.spec import FOLDERS
+from catalogue.spec import FOLDERS, Kind
 from catalogue.sync import recipes_sync
 from reviews.selectors import change_requests_open_count, change_requests_open_for_recipe
 from reviews.services import plan_delta, text_diff
@@ -55,6 +55,7 @@ def recipe_list(request: HttpRequest) -> HttpResponse:
     context = {
         "recipes": list(recipes_with_last_run(recipe_catalogue(kind=kind, q=q))),
         "kind": kind,
+        "kinds": list(Kind),
         "q": q,
         "repo": redact(settings.RYSH_RECIPES_REPO),
         "branch": settings.RYSH_RECIPES_BRANCH,
@@ -151,6 +152,7 @@ def recipe_detail(request: HttpRequest, kind: str, name: str) -> HttpResponse:
             "can_edit": user_can(request.user, "edit") and not recipe.archived,
             "can_operate": user_can(request.user, "operate"),
             "schedule_owner": _schedule_owner(kind, name),
+            "branch": settings.RYSH_RECIPES_BRANCH,  # where a coding loop's copy starts without base:
         },
     )
 

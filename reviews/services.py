@@ -155,7 +155,7 @@ def normalize_text(text: str) -> str:
 
 def _check_target(kind: str, name: str) -> None:
     if kind not in FOLDERS:
-        raise ReviewError(f"kind must be web or task, got {kind!r}")
+        raise ReviewError(f"kind must be {' or '.join(FOLDERS)}, got {kind!r}")
     if not NAME_RE.match(name or ""):
         raise ReviewError(
             f"{name!r} is not a recipe name: use lowercase letters, digits, "

@@ -11,7 +11,7 @@ from typing import Any
 
 from budgets.plan import Plan, resolve
 from budgets.units import format_tokens, parse_duration, parse_tokens
-from catalogue.recipe import parse_recipe, render
+from catalogue.recipe import normal_workdir, parse_recipe, render
 from catalogue.spec import RecipeSpec
 
 # per-run override -> (where in the spec, how to parse it)
@@ -24,6 +24,12 @@ OVERRIDES = {
     "total": ("loop_while", "budget", parse_tokens),
     "total_duration": ("loop_while", "max_duration", parse_duration),
 }
+
+# `--workdir DIR` (docs/coding-loops.md): kept with the other overrides on the run, so every
+# worker re-arms its copy in the same folder
+WORKDIR_OVERRIDE = "workdir"
+# what a preview fills `{{workdir}}` with: no copy exists before the run starts
+COPY_PREVIEW = "<the run's working copy>"
 
 DEFAULT_ITERATE_WITH = (
     "Continue the same task. Build on the previous results, add only new work, no duplicates, "
@@ -38,6 +44,9 @@ class OverrideError(ValueError):
 def apply_overrides(spec: RecipeSpec, overrides: dict[str, Any]) -> RecipeSpec:
     do, loop = spec.do, spec.loop_while
     for key, raw in overrides.items():
+        if key == WORKDIR_OVERRIDE:
+            spec = dataclasses.replace(spec, workdir=_workdir_override(spec, raw))
+            continue
         if key not in OVERRIDES:
             raise OverrideError(f"unknown override {key!r}; known: {', '.join(OVERRIDES)}")
         part, field, parse = OVERRIDES[key]
@@ -54,6 +63,20 @@ def apply_overrides(spec: RecipeSpec, overrides: dict[str, Any]) -> RecipeSpec:
         else:
             loop = dataclasses.replace(loop, **{field: value})
     return dataclasses.replace(spec, do=do, loop_while=loop)
+
+
+def _workdir_override(spec: RecipeSpec, raw: object) -> str:
+    """`--workdir DIR`: another folder of the repository for a recipe that has a working copy
+    (whether the folder exists at the run's commit is checked when its copy is armed)."""
+    if spec.workdir is None:
+        raise OverrideError(
+            f"--workdir: {spec.target} has no working copy; --workdir applies to code recipes and "
+            "task recipes with workdir:"
+        )
+    try:
+        return normal_workdir(str(raw))
+    except ValueError as exc:
+        raise OverrideError(f"--workdir: {exc}") from None
 
 
 def arm(text: str, *, path: str, kind: str, overrides: dict[str, Any]) -> tuple[RecipeSpec, Plan]:
@@ -94,15 +117,31 @@ def system_prompt(spec: RecipeSpec, output_dir: str, *, workdir=None) -> str:
     return text
 
 
-def first_message(spec: RecipeSpec, args: list[str], output_dir: str) -> str:
-    return render(spec.prompt, spec=spec, args=args, output_dir=output_dir)
+def previewed_workdir(spec: RecipeSpec) -> str | None:
+    """`{{workdir}}` as a dry run says it: where the run's commands will run, in words."""
+    if spec.workdir is None:
+        return None
+    return COPY_PREVIEW if spec.workdir == "." else f"{COPY_PREVIEW}/{spec.workdir}"
+
+
+def first_message(spec: RecipeSpec, args: list[str], output_dir: str, *, workdir: str | None = None) -> str:
+    """The task prompt, filled; `workdir` fills `{{workdir}}` (the copy's folder, as the agent's
+    commands see it)."""
+    return render(spec.prompt, spec=spec, args=args, output_dir=output_dir, workdir=workdir)
 
 
 def seeded_message(
-    spec: RecipeSpec, args: list[str], output_dir: str, *, number: int, result: tuple[str, str] | None, reason: str
+    spec: RecipeSpec,
+    args: list[str],
+    output_dir: str,
+    *,
+    number: int,
+    result: tuple[str, str] | None,
+    reason: str,
+    workdir: str | None = None,
 ) -> str:
     """Pass N > 1: a fresh session seeded with the artifact, not the transcript."""
-    fill = lambda text: render(text, spec=spec, args=args, output_dir=output_dir)  # noqa: E731
+    fill = lambda text: render(text, spec=spec, args=args, output_dir=output_dir, workdir=workdir)  # noqa: E731
     if result is None:
         previous = "The previous pass saved no result file."
     else:
@@ -116,10 +155,16 @@ def seeded_message(
 
 
 def resumed_message(
-    spec: RecipeSpec, args: list[str], output_dir: str, *, previous_run: int, result: tuple[str, str] | None
+    spec: RecipeSpec,
+    args: list[str],
+    output_dir: str,
+    *,
+    previous_run: int,
+    result: tuple[str, str] | None,
+    workdir: str | None = None,
 ) -> str:
     """`resume`: a fresh run seeded with the latest result of the one it resumes."""
-    fill = lambda text: render(text, spec=spec, args=args, output_dir=output_dir)  # noqa: E731
+    fill = lambda text: render(text, spec=spec, args=args, output_dir=output_dir, workdir=workdir)  # noqa: E731
     if result is None:
         seed = f"Run #{previous_run}, which this run resumes, saved no result file."
     else:

@@ -13,7 +13,6 @@ from django.db import transaction
 from agents.ports import ModelCancelled, ModelError, ModelReply, ModelRequest
 from budgets.guard import clamp_max_tokens, input_bound
 from budgets.plan import JUDGE_MAX_TOKENS
-from catalogue.recipe import render
 from runs import events, fitting
 from runs import judge as judging
 from runs.engine_call import apply_reply, exact_count
@@ -59,9 +58,7 @@ class Judge:
         spec = self.armed.spec
         # placeholders are filled in until: as in the prompts (SPEC §1): the judge of a run on
         # "cats" reads "five entries on cats", never "{{topic}}"
-        until = render(
-            spec.loop_while.until or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
-        )
+        until = self.armed.fill(spec.loop_while.until or "", self.run.args)
         message = judging.judge_message(until, result, self._evidence(run_pass))
         messages = [{"role": "user", "content": [{"type": "text", "text": message}]}]
         bound = input_bound(system=judging.JUDGE_SYSTEM, tools=[], messages=messages, last=None)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agents.ports import ModelPort, ToolsPort
 from budgets.plan import Plan
+from catalogue.recipe import render
 from catalogue.spec import RecipeSpec
 from runs.conversation import Conversation
 from runs.models import Pass
@@ -25,9 +26,16 @@ class Armed:
     model: ModelPort
     tools: ToolsPort
     system: str
+    # the working folder as the agent's commands see it (a coding run's copy), which fills
+    # `{{workdir}}` in every prompt and in the judge's goal; None: no working copy
+    workdir: str | None = None
     # ask the provider for exact counts near the edge and cut tool results to fit (False:
     # the byte bound alone, as before; bench.efficiency measures both)
     exact_counts: bool = True
+
+    def fill(self, text: str, args: list[str]) -> str:
+        """A prompt of the recipe with its placeholders filled, as the model reads it."""
+        return render(text, spec=self.spec, args=args, output_dir=str(self.output_dir), workdir=self.workdir)
 
 
 @dataclass(slots=True)

@@ -5,6 +5,7 @@ wrap-up takes the wheel, and how a pass ends (its results kept as a snapshot).""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from django.db import transaction
 from django.utils import timezone
@@ -42,20 +43,27 @@ class Passes:
         return run_pass
 
     def start(self, number: int, previous: Pass | None) -> Pass:
-        spec, out = self.armed.spec, str(self.armed.output_dir)
+        spec, out, workdir = self.armed.spec, str(self.armed.output_dir), self.armed.workdir
         if previous is None and self.run.resumed_from_id:
             text = resumed_message(
                 spec,
                 self.run.args,
                 out,
                 previous_run=self.run.resumed_from_id,
-                result=judging.newest_result(self.armed.output_dir),
+                result=judging.newest_result(self._resumed_folder()),
+                workdir=workdir,
             )
         elif previous is None:
-            text = first_message(spec, self.run.args, out)
+            text = first_message(spec, self.run.args, out, workdir=workdir)
         else:
             text = seeded_message(
-                spec, self.run.args, out, number=number, result=self.result_of(previous), reason=previous.reason
+                spec,
+                self.run.args,
+                out,
+                number=number,
+                result=self.result_of(previous),
+                reason=previous.reason,
+                workdir=workdir,
             )
         with transaction.atomic():
             run_pass, created = Pass.objects.get_or_create(run=self.run, number=number)
@@ -65,12 +73,15 @@ class Passes:
         events.record(self.run, "pass.started", f"pass {number}/{self.plan.passes} started", number=number)
         return run_pass
 
+    def _resumed_folder(self) -> Path:
+        """Where the resumed run saved: its own results folder (a coding run's is its slot's,
+        the same as this run's unless the run was started before slots had folders)."""
+        folder = Run.objects.filter(pk=self.run.resumed_from_id).values_list("output_dir", flat=True).first()
+        return Path(folder) if folder else self.armed.output_dir
+
     def begin_wrap_up(self, run_pass: Pass, stop: str) -> None:
         """The task prompt loses the wheel; the takeover prompt gets a fresh allotment."""
-        spec = self.armed.spec
-        prompt = render(
-            spec.do.takeover_prompt or "", spec=spec, args=self.run.args, output_dir=str(self.armed.output_dir)
-        )
+        prompt = self.armed.fill(self.armed.spec.do.takeover_prompt or "", self.run.args)
         self.conversation.append_user_text(prompt)
         run_pass.phase = Phase.WRAP_UP
         run_pass.takeover_used = True

@@ -18,19 +18,26 @@ KIND_CHOICES = [("", "all kinds"), *((kind.value, kind.value) for kind in Kind)]
 
 class RunForm(forms.Form):
     """Start (or preview) a run: a text field per argument the recipe asks for, in its order
-    (`arg_0`, `arg_1`…), headless, and for a coding recipe the commit its copy starts from."""
+    (`arg_0`, `arg_1`…), for a web recipe headless (only a browser has a head), and for a coding
+    recipe the commit its copy starts from."""
 
     headless = forms.BooleanField(required=False, initial=True)
     # a branch, tag or commit (`--base`); empty: the recipe's `base:`, else the recipes branch
     base = forms.CharField(required=False, max_length=300, label="base")
 
-    def __init__(self, *args: Any, arg_names: Sequence[str], **kwargs: Any):
+    def __init__(self, *args: Any, arg_names: Sequence[str], web: bool, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.arg_keys = [f"arg_{i}" for i in range(len(arg_names))]
         for key, name in zip(self.arg_keys, arg_names):
             # strip=False: an argument reaches the prompt exactly as typed
             self.fields[key] = forms.CharField(label=name, strip=False)
+        if not web:
+            del self.fields["headless"]
         self.order_fields([*self.arg_keys, "headless", "base"])
+
+    def wants_headless(self) -> bool:
+        """As ticked on a web recipe's form; a run without a browser is headless."""
+        return self.cleaned_data.get("headless", True) if "headless" in self.fields else True
 
     @property
     def arg_fields(self) -> list[forms.BoundField]:

@@ -22,8 +22,9 @@ class RunState(models.TextChoices):
 
 
 ACTIVE_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.PAUSED, RunState.AWAITING_APPROVAL)
-# What keeps a second run of the same recipe from starting: a cancelled run is parked, not
-# active, so `resume` may start beside it (SPEC §9). The constraint and the services share it.
+# What keeps a second run in the same slot (runs.slots: the recipe, and for a recipe with a
+# working copy its arguments) from starting: a cancelled run is parked, not active, so `resume`
+# may start beside it (docs/running-loops.md). The constraint and the services share it.
 BLOCKING_RUN = models.Q(state__in=["queued", "running", "awaiting approval"]) | (
     models.Q(state="paused") & ~models.Q(pause_reason="cancelled")
 )
@@ -53,7 +54,10 @@ class Run(models.Model):
     )
     kind = models.CharField(max_length=8)
     name = models.CharField(max_length=200)
-    target = models.CharField(max_length=210, db_index=True)  # kind/name: one active run each
+    target = models.CharField(max_length=210, db_index=True)  # kind/name
+    # what one active run holds (runs.slots): the target, or for a recipe with a working copy the
+    # target and a label of its arguments and --workdir, so other arguments go side by side
+    slot = models.CharField(max_length=260, default="")
     recipe_path = models.CharField(max_length=1000)
     recipe_text = models.TextField()  # the exact text the run was armed with
     args = models.JSONField(default=list)
@@ -109,18 +113,24 @@ class Run(models.Model):
         db_table = "automations_run"  # named before the apps split (see migrations/0001)
         ordering = ["-created_at", "-id"]
         constraints = [
-            # One active run per recipe target, enforced by the database so that two
-            # people pressing Run at once cannot both win. A cancelled run is parked, not
-            # active: resume may start a fresh run beside it (SPEC §9).
+            # One active run per slot (a recipe, or a coding recipe and its arguments),
+            # enforced by the database so that two people pressing Run at once cannot both
+            # win. A cancelled run is parked, not active: resume may start a fresh run beside
+            # it (docs/running-loops.md).
             models.UniqueConstraint(
-                fields=["target"],
-                name="one_active_run_per_target",
+                fields=["slot"],
+                name="one_active_run_per_slot",
                 condition=BLOCKING_RUN,
             ),
         ]
 
     def __str__(self) -> str:
         return f"run #{self.pk} {self.target}"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.slot:  # a run made without one holds its whole recipe's (runs.slots)
+            self.slot = self.target
+        super().save(*args, **kwargs)
 
     @property
     def state_label(self) -> str:

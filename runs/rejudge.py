@@ -47,6 +47,7 @@ from runs.services import SCRIPTED_MODEL, RunRefused, recipe_source
 from rysh_site import metrics
 from spend import quotas
 from spend.prices import micros_per_token
+from workspaces.selectors import working_folder
 
 log = logging.getLogger(__name__)
 EXECUTE_FUNC = "runs.worker.execute_rejudge"  # the worker's entry point, queued by path
@@ -158,11 +159,11 @@ def judge_messages(until: str, candidate: Candidate) -> list[dict]:
 
 def goal_for(until: str, run: Run) -> str:
     """The new goal as that run's judge would read it: its placeholders filled with the run's
-    arguments and folder (SPEC §1), the argument names read from the text the run was armed with."""
+    arguments and folders (docs/recipes.md), the argument names read from the text the run was armed with."""
     spec = _armed_spec(run.recipe_text, run.recipe_path, run.kind)
     if spec is None:
         return until
-    return render(until, spec=spec, args=run.args, output_dir=run.output_dir)
+    return render(until, spec=spec, args=run.args, output_dir=run.output_dir, workdir=working_folder(run))
 
 
 @lru_cache(maxsize=64)

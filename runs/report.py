@@ -31,7 +31,8 @@ def plan_lines_from_snapshot(plan: dict) -> list[str]:
         passes=plan.get("passes", 1),
         tokens=per.get("tokens", 0),
         seconds=per.get("seconds", 0),
-        takeover_when=plan.get("takeover_when", 90),
+        # a plan with no wrap-up leg (no takeover prompt) has no takeover to print
+        takeover_when=plan.get("takeover_when", 90) if (plan.get("split") or {}).get("takeover") else None,
         outer_tokens=plan.get("outer_tokens", 0),
         outer_seconds=plan.get("outer_seconds", 0),
     )

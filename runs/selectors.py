@@ -82,14 +82,20 @@ class LiveRow:
         }
 
 
-def pass_caps(plan: dict) -> tuple[int, int]:
-    """(task share, wrap-up share) of a pass as they can really be spent: the wrap-up's floor
-    may exceed the job's outer total, and the outer total is what holds."""
+def pass_caps(plan: dict, job_left: int | None = None) -> tuple[int, int]:
+    """(task share, wrap-up share) of a pass as they can really be spent: a pass's allotment is
+    min(its own, what the job has left) — `job_left` when the pass began, else the job's outer
+    total — so a pass never shows a cap above the job's (the wrap-up's floor may exceed it).
+    As the engine does (budgets.guard.leg_left), the task leg leaves the wrap-up's own share
+    (before its floor) and the wrap-up gets what is left after the task."""
     split = plan.get("split", {})
     task = (split.get("task") or {}).get("tokens", 0)
     wrap = (split.get("takeover") or {}).get("tokens", 0) if split.get("takeover") else 0
-    if plan.get("outer_tokens"):
-        wrap = min(wrap, plan["outer_tokens"])
+    left = job_left if job_left is not None else (plan.get("outer_tokens") or None)
+    if left is not None:
+        kept_back = (split.get("raw_takeover") or {}).get("tokens", 0) if wrap else 0
+        task = min(task, max(left - kept_back, 0))
+        wrap = min(wrap, max(left - task, 0))
     return task, wrap
 
 
@@ -117,7 +123,11 @@ def _deadline(run: Run, current: Pass | None) -> str:
 
 def live_row(run: Run, current: Pass | None, in_flight: int = 0, settled: int | None = None) -> LiveRow:
     plan = run.plan
-    task_cap, wrap_cap = pass_caps(plan)
+    used = run.tokens_counted if settled is None else settled
+    pass_used = current.tokens_counted if current else 0
+    job_cap = plan.get("worst_tokens", 0)
+    # what the job had left when this pass began: the pass's cap is never above it
+    task_cap, wrap_cap = pass_caps(plan, max(job_cap - (used - pass_used), 0) if job_cap else None)
     started = run.started_at or run.created_at
     return LiveRow(
         run=run,
@@ -129,12 +139,12 @@ def live_row(run: Run, current: Pass | None, in_flight: int = 0, settled: int | 
         # reservation only by its pending step, which shows on hover
         verdict=run.last_verdict or "-",
         in_flight=in_flight,
-        tokens_used=run.tokens_counted if settled is None else settled,
-        tokens_cap=plan.get("worst_tokens", 0),
+        tokens_used=used,
+        tokens_cap=job_cap,
         takeover_mark=task_cap if wrap_cap else 0,
         cache=_cache(run),
         provider_note="scripted (offline demo model)" if run.provider == "scripted" else run.executor_model,
-        pass_used=current.tokens_counted if current else 0,
+        pass_used=pass_used,
         pass_task_cap=task_cap,
         pass_wrap_cap=wrap_cap,
     )

@@ -28,10 +28,10 @@ from catalogue.models import Recipe, RecipeVersion
 from catalogue.plan_report import model_notes, models_for, plan_lines
 from catalogue.recipe import RecipeError, resolve_output_dir
 from catalogue.selectors import results_folder_owner
-from catalogue.spec import Kind
+from catalogue.spec import FOLDER_WORDS, Kind
 from catalogue.workdir import find_recipe
 from runs import approvals, events
-from runs.arming import OverrideError, arm, first_message, plan_snapshot
+from runs.arming import WORKDIR_OVERRIDE, OverrideError, arm, first_message, plan_snapshot, previewed_workdir
 from runs.engine import finish_run
 from runs.ledger import settle_pending_steps
 from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Control, Grant, Pass, Run, RunState
@@ -39,6 +39,7 @@ from runs.outlook import WorstCase, price_warnings, quota_lines
 from runs.report import write_report
 from runs.selectors import run_pruned, worker_sandboxes
 from runs.signals import run_paused
+from runs.slots import run_slot, slot_folder
 from runs.wiring import sandbox_config, site_url
 from workspaces.models import WorkspaceState
 from workspaces.services import WorkspaceRefused, workspace_arm, workspace_carries, workspace_source
@@ -53,7 +54,12 @@ SCRIPTED_MODEL = "scripted-demo"
 
 
 class RunRefused(Exception):
-    """A control that cannot be carried out; the message says why and what to do."""
+    """A control that cannot be carried out; the message says why and what to do. `holder`: the
+    active run in the way (the pages link it)."""
+
+    def __init__(self, message: str, *, holder: Run | None = None):
+        super().__init__(message)
+        self.holder = holder
 
 
 @dataclass
@@ -132,22 +138,28 @@ def run_start(
     resumed_from: Run | None = None,
     schedule: str = "",
     base: str | None = None,
+    workdir: str | None = None,
 ) -> Run | DryRun:
     """Arm and queue a run, or refuse with a clear message before anything is spent. `base`:
     the branch, tag or commit a coding run's copy starts from (`--base`; else the recipe's
-    `base:`, else the head of the recipes branch)."""
+    `base:`, else the head of the recipes branch). `workdir` (`--workdir`) puts a coding run's
+    agent in another folder of the repository."""
     source = recipe_source(kind=kind, name_or_path=name_or_path)
+    overrides = {**(overrides or {}), **({WORKDIR_OVERRIDE: workdir} if workdir is not None else {})}
     try:
-        spec, plan = arm(source.text, path=source.path, kind=kind, overrides=overrides or {})
+        spec, plan = arm(source.text, path=source.path, kind=kind, overrides=overrides)
         output_dir = resolve_output_dir(spec, settings.RYSH_RESULTS_DIR)
     except (RecipeError, OverrideError) as exc:
         raise RunRefused(str(exc)) from None
+    if WORKDIR_OVERRIDE in overrides:
+        overrides[WORKDIR_OVERRIDE] = spec.workdir  # as normalised: `pkg/` and `pkg` are one slot
+    slot, output_dir = _slot_and_folder(spec, args, overrides, output_dir)
     owner = results_folder_owner(kind=spec.kind, name=spec.name, output_dir=spec.output_dir or "")
     if owner is not None:
         raise RunRefused(
             f"{spec.target}: output_dir {spec.output_dir!r} is the results folder of {owner.target} "
             f"(it claimed {owner.good.spec.get('output_dir')!r} first); give this recipe a folder of its own "
-            f"({Kind(spec.kind).folder}/{spec.name}/… or a new folder outside webs/ and tasks/)"
+            f"({Kind(spec.kind).folder}/{spec.name}/… or a new folder outside {FOLDER_WORDS})"
         )
     if len(args) < len(spec.args):
         missing = ", ".join(spec.args[len(args) :])
@@ -179,7 +191,8 @@ def run_start(
         args=args,
         user=user,
         headless=headless,
-        overrides=overrides or {},
+        overrides=overrides,
+        slot=slot,
         provider=chosen,
         executor=executor,
         judge=judge,
@@ -222,6 +235,14 @@ def _copy_origin(source: RecipeSource, copy: CopySource | None) -> str:
     return f" from {copy.ref} at {copy.commit[:8]} of {copy.shown} ({version}){note}"
 
 
+def _slot_and_folder(spec, args: list[str], overrides: dict, output_dir: Path) -> tuple[str, Path]:
+    """The run's slot, and its results folder: a coding run's is its slot's own, under the
+    recipe's, so runs side by side never read or snapshot each other's results."""
+    coding, override = spec.workdir is not None, overrides.get(WORKDIR_OVERRIDE)
+    slot = run_slot(spec.target, side_by_side=coding, args=args, workdir=override)
+    return slot, (output_dir / slot_folder(args, override) if coding else output_dir)
+
+
 def _refuse_without_sandbox(target: str) -> None:
     """No sandbox, no workdir run, unless an admin turned it off for everyone. The workers run
     the commands, and they may be other machines than this one (docs/coding-loops.md): a worker
@@ -256,6 +277,7 @@ def _create_run(
     user,
     headless,
     overrides,
+    slot,
     provider,
     executor,
     judge,
@@ -274,6 +296,7 @@ def _create_run(
                 kind=spec.kind,
                 name=spec.name,
                 target=spec.target,
+                slot=slot,
                 recipe_path=source.path,
                 recipe_text=source.text,
                 args=list(args),
@@ -294,10 +317,7 @@ def _create_run(
     except WorkspaceRefused as exc:
         raise RunRefused(str(exc)) from None
     except IntegrityError:
-        active = active_run(spec.target)
-        raise RunRefused(
-            f"{spec.target} already has an active run: {describe(active)}; stop or cancel it first"
-        ) from None
+        raise slot_taken(spec.target, slot) from None
     output_dir.mkdir(parents=True, exist_ok=True)
     for note in source.notes:
         events.record(run, "note", note)
@@ -316,7 +336,8 @@ def _create_run(
 def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, user=None, copy=None) -> list[str]:
     lines = [f"dry run: {spec.target}  (nothing is changed)"]
     lines += [f"  note: {n}" for n in source.notes]
-    lines += ["", "prompt:", *("  " + line for line in first_message(spec, args, output_dir).splitlines()), ""]
+    prompt = first_message(spec, args, output_dir, workdir=previewed_workdir(spec))
+    lines += ["", "prompt:", *("  " + line for line in prompt.splitlines()), ""]
     lines += plan_lines(spec, plan, executor=executor, judge=judge)
     lines += [f"model: {line}" for line in model_notes(spec)]
     # the person who would start it: their own quota counts too (the CLI has no user)
@@ -357,18 +378,27 @@ def enqueue_run(run_id: int) -> None:
     async_task(EXECUTE_FUNC, run_id, task_name=f"run-{run_id}", group="runs")
 
 
-def active_run(target: str) -> Run | None:
-    return Run.objects.filter(BLOCKING_RUN, target=target).first()
+def active_run(slot: str) -> Run | None:
+    """The run holding a slot (runs.slots), if any."""
+    return Run.objects.filter(BLOCKING_RUN, slot=slot).first()
 
 
 def describe(run: Run | None) -> str:
     if run is None:
         return "(it ended meanwhile; try again)"
-    return f"run #{run.pk} ({run.state_label}, pass {run.pass_number}/{run.plan.get('passes', 1)})"
+    return (
+        f"run #{run.pk} ({run.state_label}, pass {run.pass_number}/{run.plan.get('passes', 1)}; "
+        f"`auto {run.kind} status {run.name}` shows it)"
+    )
 
 
-def latest_run(target: str, *, states=ACTIVE_STATES) -> Run | None:
-    return Run.objects.filter(target=target, state__in=states).order_by("-created_at", "-id").first()
+def slot_taken(target: str, slot: str) -> RunRefused:
+    """The refusal of a run whose slot another holds, naming (and, on a page, linking) that run."""
+    holder = active_run(slot)
+    which = "" if slot == target else " with these arguments"
+    return RunRefused(
+        f"{target} already has an active run{which}: {describe(holder)}; stop or cancel it first", holder=holder
+    )
 
 
 # -- controls --------------------------------------------------------------------------------
@@ -449,9 +479,7 @@ def run_continue(*, run: Run, user=None) -> str:
                 # ceilings still hold, so the worst case does too)
                 Pass.objects.filter(run=run, ended_at__isnull=True).update(leg_steps=0, leg_tokens=0, leg_seconds=0)
     except IntegrityError:
-        raise RunRefused(
-            f"{run.target} already has an active run: {describe(active_run(run.target))}; stop or cancel it first"
-        ) from None
+        raise slot_taken(run.target, run.slot) from None
     run.refresh_from_db()
     events.record(run, "continued", f"continue from paused({reason})" + _charged_note(user))
     audit_record(actor=user, action="run.continue", target=run, detail={"paused": reason, **_charged_detail(user)})
@@ -557,9 +585,7 @@ def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
                 cause_before=cause,
             )
     except IntegrityError:
-        raise RunRefused(
-            f"{run.target} already has an active run: {describe(active_run(run.target))}; stop or cancel it first"
-        ) from None
+        raise slot_taken(run.target, run.slot) from None
     run.refresh_from_db()
     who = getattr(user, "username", "") or "the CLI"
     events.record(

@@ -26,6 +26,7 @@ from budgets.units import format_tokens
 from catalogue.markdown import render_markdown
 from catalogue.models import Recipe
 from catalogue.selectors import recipe_args
+from catalogue.spec import Kind
 from catalogue.views import _get_recipe_for_user
 from runs import labels, live, selectors, services, snapshots
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
@@ -256,7 +257,9 @@ def _get_runnable_recipe(request: HttpRequest, kind: str, name: str, action: str
 
 
 def _run_form(request: HttpRequest, recipe: Recipe) -> RunForm:
-    return RunForm(request.POST if request.method == "POST" else None, arg_names=recipe_args(recipe))
+    return RunForm(
+        request.POST if request.method == "POST" else None, arg_names=recipe_args(recipe), web=recipe.kind == Kind.WEB
+    )
 
 
 @login_required
@@ -273,11 +276,12 @@ def run_new(request: HttpRequest, kind: str, name: str) -> HttpResponse:
                 name_or_path=name,
                 args=form.recipe_args(),
                 user=request.user,
-                headless=form.cleaned_data["headless"],
+                headless=form.wants_headless(),
                 base=form.base_ref(),
             )
         except services.RunRefused as exc:
             form.add_error(None, str(exc))
+            page["holder"] = exc.holder  # the run in the way, linked beside the refusal
         else:
             return redirect("run_detail", pk=run.pk)
     return render(request, "runs/run_new.html", page, status=400)

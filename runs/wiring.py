@@ -41,13 +41,15 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
             tools = TaskTools(output_dir, spec.allowed_domains)
         if spec.mcp:
             tools = mcp_tools(run, spec, tools)
+    workdir = getattr(tools, "start", None)  # a coding run's folder in its copy
     return Armed(
         spec=spec,
         plan=plan,
         output_dir=output_dir,
         model=model or model_for(run),
         tools=tools,
-        system=system_prompt(spec, run.output_dir, workdir=getattr(tools, "start", None)),
+        system=system_prompt(spec, run.output_dir, workdir=workdir),
+        workdir=None if workdir is None else str(workdir),
     )
 
 

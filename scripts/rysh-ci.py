@@ -40,7 +40,7 @@ def call(method: str, path: str, body: dict | None = None) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["task", "web"])
+    parser.add_argument("kind", choices=["task", "code", "web"])
     parser.add_argument("name")
     parser.add_argument("args", nargs="*")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the run to end")

@@ -16,11 +16,18 @@ def workspace_of(run) -> Workspace | None:
     return Workspace.objects.filter(run=run).select_related("carried_from", "kept_by").first()
 
 
+def working_folder(run) -> str | None:
+    """Where the run's commands ran: its copy's workdir, as CodingTools starts there (what
+    `{{workdir}}` was filled with); None for a run without a copy."""
+    workspace = Workspace.objects.filter(run=run).only("home", "workdir").first()
+    return None if workspace is None else str(Copy(Path(workspace.home)).tree / workspace.workdir)
+
+
 def workspace_context(run, can: frozenset[str]) -> dict:
     """The run page's "Changes" section: the whole run's stat as last measured (after each tool
     call that may write, and at each pass's end), and the buttons the copy's state allows this
     person: Keep while there is work not kept yet, Discard on a finished run's unkept work."""
-    workspace = workspace_of(run) if run.kind == "task" else None
+    workspace = workspace_of(run) if run.kind != "web" else None  # task and code runs may have a copy
     if workspace is None:
         return {}
     stat = workspace.stat

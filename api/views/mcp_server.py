@@ -104,7 +104,7 @@ def _jsonable(value: Any) -> Any:
 @server.tool()
 async def list_recipes(kind: Kind | None = None, q: str = "") -> dict:
     """The recipes of the catalogue: kind, name, description, whether runnable, and the plan
-    figures computed at sync. `kind` narrows to task/coding/…; `q` searches names. Scope: read."""
+    figures computed at sync. `kind` narrows to web, task or code; `q` searches names. Scope: read."""
     return await _call("read", lambda owner: recipe_views.recipe_list_of(kind=kind or "", q=q))
 
 
@@ -117,11 +117,14 @@ async def recipe_plan(kind: Kind, name: str) -> dict:
 
 
 @server.tool()
-async def start_run(kind: Kind, name: str, args: list[str] | None = None, dry_run: bool = True) -> dict:
+async def start_run(
+    kind: Kind, name: str, args: list[str] | None = None, dry_run: bool = True, workdir: str | None = None
+) -> dict:
     """Start a run of a catalogue recipe (`auto <kind> run NAME ARGS…`). With `dry_run` (the
     default) the answer is the preview — prompt, plan, quotas — and nothing changes; call again
-    with `dry_run: false` to start it for real, which answers the queued run. Scope: operate."""
-    payload = run_views.StartIn(kind=kind, name=name, args=args or [], dry_run=dry_run)
+    with `dry_run: false` to start it for real, which answers the queued run. `workdir`: a code
+    recipe's agent works in this folder of the repository (`--workdir`). Scope: operate."""
+    payload = run_views.StartIn(kind=kind, name=name, args=args or [], dry_run=dry_run, workdir=workdir)
     return await _call("operate", lambda owner: run_views.start(payload, owner=owner))
 
 

@@ -41,6 +41,7 @@ class StartIn(Schema):
     provider: Literal["auto", "anthropic", "scripted"] | None = None
     overrides: dict[Override, str] = {}
     base: str | None = None  # a coding run: the branch, tag or commit its copy starts from (`--base`)
+    workdir: str | None = None  # a coding run's folder of the repository, instead of its workdir:
 
 
 class GrantIn(Schema):
@@ -180,6 +181,7 @@ def start(payload: StartIn, *, owner) -> dict:
             provider=payload.provider,
             dry_run=payload.dry_run,
             base=(payload.base or "").strip() or None,
+            workdir=payload.workdir,
         )
     except services.RunRefused as exc:
         raise refused(exc) from None

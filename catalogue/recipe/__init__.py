@@ -1,6 +1,6 @@
 """Recipe files: markdown with YAML frontmatter -> a validated RecipeSpec (SPEC §1–§4).
 
-A recipe lives at `.rysh/automations/<webs|tasks>/<name>.md`. The frontmatter is the
+A recipe lives at `.rysh/automations/<webs|tasks|codes>/<name>.md`. The frontmatter is the
 control envelope, the body is the task prompt; a file without frontmatter is all prompt.
 
 Messages: every refusal is a RecipeIssue printed as
@@ -28,6 +28,7 @@ from catalogue.recipe.fields import (
     NAME_RE,
     default_output_dir,
     foreign_output_dir,
+    normal_workdir,
     own_output_dir,
     read_recipe,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "RecipeError",
     "RecipeIssue",
     "load_recipe",
+    "normal_workdir",
     "parse_recipe",
     "placeholders",
     "render",
@@ -58,7 +60,7 @@ def parse_recipe(text: str, *, path: str | os.PathLike, kind: str | None = None,
 
     `path` is used to name the file in messages (its basename), to take the name
     from (its stem, unless `name` is given) and to find the kind from the folder
-    (`.rysh/automations/webs|tasks/`). `kind` is what the CLI asked for (`web`/`task`).
+    (`.rysh/automations/webs|tasks|codes/`). `kind` is what the CLI asked for (`web`/`task`/`code`).
     """
     path = os.fspath(path)
     label = os.path.basename(path) or path
@@ -123,7 +125,7 @@ def _too_big(label: str, size: int, *, more: bool = False) -> RecipeError:
 
 def resolve_output_dir(spec: RecipeSpec, results_root: str | os.PathLike) -> pathlib.Path:
     """The real (symlink-free) output folder, refused unless it is inside the results root and is
-    not the root itself nor another recipe's `webs/<name>`/`tasks/<name>` folder."""
+    not the root itself nor another recipe's `<webs|tasks|codes>/<name>` folder."""
     relative = spec.output_dir or default_output_dir(spec.kind, spec.name)
     label = os.path.basename(spec.path) or spec.path
 

@@ -19,7 +19,18 @@ from budgets.units import UnitError, parse_duration
 from catalogue.recipe.goals import goal_warning
 from catalogue.recipe.placeholders import BUILTIN_PLACEHOLDERS
 from catalogue.recipe.reader import BAD, NULL_TAG, Reader, RecipeIssue
-from catalogue.spec import FOLDERS, KINDS, MAX_INTERVAL, NOTIFY_EVENTS, DoSpec, Kind, McpUse, NotifyRule, WhileSpec
+from catalogue.spec import (
+    FOLDER_WORDS,
+    FOLDERS,
+    KINDS,
+    MAX_INTERVAL,
+    NOTIFY_EVENTS,
+    DoSpec,
+    Kind,
+    McpUse,
+    NotifyRule,
+    WhileSpec,
+)
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 
@@ -52,6 +63,7 @@ _TOP_KEYS = (
 )
 _WEB_ONLY = ("web_profile", "url", "web_read", "record")
 _TASK_ONLY = ("workdir", "base", "setup", "until_command")
+CODE_WORKDIR = "."  # where a code recipe without `workdir:` works: the repository's root
 # what only a working copy gives meaning to (docs/coding-loops.md)
 _WORKDIR_ONLY = ("base", "setup", "until_command")
 _LOOP_KEYS = ("do", "while")
@@ -95,16 +107,18 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
     """RecipeSpec keyword arguments (all but path and prompt); issues go to `r`."""
     kind = _resolve_kind(r, path, kind_arg, keys.get("kind"))
     name = _resolve_name(r, path, name_arg)
-    if kind is Kind.TASK:
+    if kind in (Kind.TASK, Kind.CODE):
         for key in _WEB_ONLY:
             if key in keys:
-                r.add(keys[key], key, "applies to web recipes only (this is a task recipe)")
+                r.add(keys[key], key, f"applies to web recipes only (this is a {kind} recipe)")
         keys = {key: node for key, node in keys.items() if key not in _WEB_ONLY}
     if kind is Kind.WEB:
         for key in _TASK_ONLY:
             if key in keys:
                 r.add(
-                    keys[key], key, "applies to task recipes only (a web recipe drives a browser, not a working copy)"
+                    keys[key],
+                    key,
+                    "applies to task and code recipes only (a web recipe drives a browser, not a working copy)",
                 )
         keys = {key: node for key, node in keys.items() if key not in _TASK_ONLY}
     values = r.read_keys(
@@ -141,6 +155,8 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
     )
     if "workdir" in values:
         values["workdir_line"] = r.line(keys["workdir"])
+    elif kind is Kind.CODE and "workdir" not in keys:
+        values["workdir"] = CODE_WORKDIR  # rysh's code kind is anchored to a folder: the root by default
     if "base" in values:
         values["base_line"] = r.line(keys["base"])
     if "workdir" not in keys and kind is Kind.TASK:
@@ -183,16 +199,16 @@ def default_output_dir(kind: str, name: str) -> str:
 def own_output_dir(kind: str | None, name: str | None) -> str:
     """How to say where a recipe's results may go, for messages."""
     mine = f"{Kind(kind).folder}/{name}/..." if kind is not None and name is not None else "..."
-    return f"a folder of this recipe's own ({mine}, or a folder outside webs/ and tasks/)"
+    return f"a folder of this recipe's own ({mine}, or a folder outside {FOLDER_WORDS})"
 
 
 def foreign_output_dir(relative: str, kind: str | None, name: str | None) -> str | None:
     """Why a normalised, root-relative output_dir is not this recipe's own, or None when it is.
 
-    The results root is shared: `webs/<name>/` and `tasks/<name>/` belong to the recipes of
-    those names, so a recipe may only use its own `<folder>/<name>/...` there; the root itself
-    (`.`) and the bare `webs`/`tasks` folders hold everybody's results. A folder of its own
-    outside `webs/` and `tasks/` (`halilagin-medium/results`) stays allowed.
+    The results root is shared: `webs/<name>/`, `tasks/<name>/` and `codes/<name>/` belong to
+    the recipes of those names, so a recipe may only use its own `<folder>/<name>/...` there; the
+    root itself (`.`) and the bare kind folders hold everybody's results. A folder of its own
+    outside them (`halilagin-medium/results`) stays allowed.
     """
     parts = [part for part in relative.split("/") if part]
     if not parts or parts == ["."]:
@@ -236,20 +252,21 @@ def _resolve_kind(r: Reader, path: str, kind_arg: str | None, node: yaml.Node | 
         r.add(
             None,
             "kind",
-            "cannot tell the kind: put the file under .rysh/automations/webs or tasks, or set kind: web|task",
+            f"cannot tell the kind: put the file under .rysh/automations/{'|'.join(KINDS)}/, "
+            f"or set kind: {'|'.join(Kind)}",
         )
     return kinds.pop() if kinds else None
 
 
 def _kind_called(word: str) -> Kind | None:
-    """The kind a command asked for: `web`/`task`, or a folder name (`webs`/`tasks`)."""
+    """The kind a command asked for: `web`/`task`/`code`, or a folder name (`webs`/`tasks`/`codes`)."""
     if word in FOLDERS:
         return Kind(word)
     return KINDS.get(word)
 
 
 def _automation_folder(path: str) -> str | None:
-    """`webs`/`tasks` when the path runs through `.rysh/automations/<folder>/`."""
+    """`webs`/`tasks`/`codes` when the path runs through `.rysh/automations/<folder>/`."""
     parts = pathlib.PurePath(path).parts
     for index in range(len(parts) - 3):
         if parts[index : index + 2] == (".rysh", "automations") and parts[index + 2] in KINDS:
@@ -345,23 +362,32 @@ def _read_workdir(r: Reader, node, field) -> str | None:
     if not isinstance(value, str) or not value.strip():
         r.expected(node, field, 'a folder of the repository, relative to its root ("." for the root)')
         return None
-    value = value.strip()
-    normal = posixpath.normpath(value.replace("\\", "/"))
     if "\x00" in value:
         r.expected(node, field, "a folder path without NUL characters")
-    elif normal.startswith("/") or value.startswith("~") or re.match(r"[A-Za-z]:", value):
-        r.add(
-            node,
-            field,
-            f'expected a folder relative to the repository\'s root ("." for the root), got {value!r} (an absolute path)',
-        )
-    elif normal == ".." or normal.startswith("../"):
-        r.add(node, field, f"{value!r} climbs out of the repository with '..': workdir must stay inside it")
-    elif normal == ".git" or normal.startswith(".git/"):
-        r.add(node, field, f"{value!r} is git's own folder, not a place to work")
-    else:
-        return normal
+        return None
+    try:
+        return normal_workdir(value)
+    except ValueError as exc:
+        r.add(node, field, str(exc))
     return None
+
+
+def normal_workdir(value: str) -> str:
+    """A folder of the repository as given (`workdir:`, or `--workdir` at run time), normalised
+    with '/'; ValueError says why it is not one (whether it exists needs the repository)."""
+    value = value.strip()
+    normal = posixpath.normpath(value.replace("\\", "/"))
+    if not value or "\x00" in value:
+        raise ValueError('expected a folder of the repository, relative to its root ("." for the root)')
+    if normal.startswith("/") or value.startswith("~") or re.match(r"[A-Za-z]:", value):
+        raise ValueError(
+            f'expected a folder relative to the repository\'s root ("." for the root), got {value!r} (an absolute path)'
+        )
+    if normal == ".." or normal.startswith("../"):
+        raise ValueError(f"{value!r} climbs out of the repository with '..': workdir must stay inside it")
+    if normal == ".git" or normal.startswith(".git/"):
+        raise ValueError(f"{value!r} is git's own folder, not a place to work")
+    return normal
 
 
 # a branch, tag or commit as git would take it: no spaces, no `..`, none of ~^:?*[\ and not an option

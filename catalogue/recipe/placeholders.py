@@ -1,5 +1,6 @@
 """Placeholders in a recipe's prompts (SPEC §1): `{{args}}`, `{{arg1}}`…, `{{<name>}}` by
-position in `args:`, and `{{output_dir}}` / `{{results_dir}}`. Pure."""
+position in `args:`, `{{output_dir}}` / `{{results_dir}}`, and in a recipe with a working copy
+`{{workdir}}`, the folder its commands run in (docs/recipes.md). Pure."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 
 from catalogue.spec import RecipeSpec
 
-BUILTIN_PLACEHOLDERS = ("args", "output_dir", "results_dir")
+BUILTIN_PLACEHOLDERS = ("args", "output_dir", "results_dir", "workdir")
 
 _PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _POSITIONAL_RE = re.compile(r"arg([1-9][0-9]{0,5})\Z")  # bounded: int() of huge digit runs fails
@@ -19,16 +20,18 @@ def placeholders(text: str) -> list[str]:
     return list(dict.fromkeys(_PLACEHOLDER_RE.findall(text)))
 
 
-def render(template: str, *, spec: RecipeSpec, args: Sequence[str], output_dir: str) -> str:
+def render(template: str, *, spec: RecipeSpec, args: Sequence[str], output_dir: str, workdir: str | None = None) -> str:
     """Fill the placeholders of SPEC §1; a missing argument becomes "".
 
-    Unknown names are left exactly as written. One pass only: an argument whose
-    value itself contains `{{...}}` is not expanded again.
+    `workdir` is the working folder as the agent's commands see it (a run's copy, or what a
+    preview says it will be); without one, `{{workdir}}` is left as written, like any name
+    nothing fills. One pass only: an argument whose value itself contains `{{...}}` is not
+    expanded again.
     """
     args = list(args)
 
     def fill(match: re.Match[str]) -> str:
-        value = _fill(match[1], spec, args, output_dir)
+        value = workdir if match[1] == "workdir" else _fill(match[1], spec, args, output_dir)
         return match[0] if value is None else value
 
     return _PLACEHOLDER_RE.sub(fill, template)
@@ -45,7 +48,12 @@ def unfilled_placeholders(spec: RecipeSpec, args: Sequence[str] | None) -> list[
     warnings = []
     for where, text in texts:
         for name in placeholders(text or ""):
-            if not _is_known(name, spec):
+            if name == "workdir" and spec.workdir is None:
+                warnings.append(
+                    f"{{{{workdir}}}} in {where}: only a recipe with a working copy fills it "
+                    "(a code recipe, or a task with workdir:)"
+                )
+            elif not _is_known(name, spec):
                 warnings.append(f"{{{{{name}}}}} in {where} is not a known placeholder: nothing fills it")
             elif args is not None and _is_missing(name, spec, args):
                 warnings.append(f'{{{{{name}}}}} in {where}: no argument given, it becomes ""')

@@ -24,6 +24,7 @@ _INDEX = {
     "task": ("A task", Kind.TASK),
     "task-loop": ("A task that repeats until a goal holds", Kind.TASK),
     "web": ("A web recipe (drives a browser)", Kind.WEB),
+    "code": ("A coding loop (works in its own copy of the repository)", Kind.CODE),
 }
 
 

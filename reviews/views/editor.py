@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from catalogue.checks import text_issues
 from catalogue.repo import RepoError
-from catalogue.spec import FOLDERS
+from catalogue.spec import FOLDERS, Kind
 from catalogue.views import _get_recipe_for_user
 from reviews.models import ChangeAction, ChangeRequest, ChangeState
 from reviews.selectors import change_request_theirs, recipe_text_check
@@ -80,7 +80,7 @@ def recipe_new(request: HttpRequest) -> HttpResponse:
     require(request.user, "edit")
     kind = request.POST.get("kind") or request.GET.get("kind") or "task"
     kind = kind if kind in FOLDERS else "task"
-    template = request.GET.get("template") or ("web" if kind == "web" else "task")
+    template = request.GET.get("template") or kind  # each kind has a starter named after it
     name = request.POST.get("name", "").strip()
     text = request.POST.get("text") or TEMPLATES.get(template, TEMPLATES["task"])[1]
     message, error = request.POST.get("message", ""), ""
@@ -108,6 +108,7 @@ def recipe_new(request: HttpRequest) -> HttpResponse:
             "error": error,
             "templates": TEMPLATES,
             "template": template,
+            "kinds": [Kind.TASK, Kind.CODE, Kind.WEB],  # the picker's order: the plain task first
             **recipe_text_check(normalize_text(text), kind=kind, name=name or "new-recipe"),
         },
     )

@@ -30,6 +30,7 @@ def do_run(cli: Cli, target, recipe_args, options):
         provider=options["provider"],
         dry_run=options["dry_run"],
         base=options.get("base"),
+        workdir=options.get("workdir"),
     )
     if isinstance(result, services.DryRun):
         for line in result.lines:
@@ -41,7 +42,7 @@ def do_run(cli: Cli, target, recipe_args, options):
 
 
 def do_resume(cli: Cli, target, recipe_args, options):
-    previous = cli.run(target, states=None)
+    previous = cli.run(target, states=None, args=recipe_args)
     run = services.run_resume(run=previous, provider=options["provider"])
     _started(cli, run, resumed=previous)
     if options["wait"]:
@@ -49,19 +50,19 @@ def do_resume(cli: Cli, target, recipe_args, options):
 
 
 def do_stop(cli: Cli, target, recipe_args, options):
-    cli.stdout.write(services.run_stop(run=cli.run(target)))
+    cli.stdout.write(services.run_stop(run=cli.run(target, args=recipe_args)))
 
 
 def do_cancel(cli: Cli, target, recipe_args, options):
-    cli.stdout.write(services.run_cancel(run=cli.run(target)))
+    cli.stdout.write(services.run_cancel(run=cli.run(target, args=recipe_args)))
 
 
 def do_land(cli: Cli, target, recipe_args, options):
-    cli.stdout.write(services.run_land(run=cli.run(target)))
+    cli.stdout.write(services.run_land(run=cli.run(target, args=recipe_args)))
 
 
 def do_continue(cli: Cli, target, recipe_args, options):
-    run = cli.run(target, states=None)
+    run = cli.run(target, states=None, args=recipe_args)
     cli.stdout.write(services.run_continue(run=run))
     if options["wait"]:
         wait(cli, run)
@@ -69,7 +70,7 @@ def do_continue(cli: Cli, target, recipe_args, options):
 
 def do_grant(cli: Cli, target, recipe_args, options):
     """auto <kind> grant NAME|#ID [--passes N] [--total SIZE] [--time DURATION]"""
-    run = cli.run(target, states=None)
+    run = cli.run(target, states=None, args=recipe_args)
     try:
         extra = PlanGrant(
             passes=int(options["override_passes"] or 0),
@@ -102,7 +103,7 @@ def wait(cli: Cli, run: Run):
             cli.stdout.write(f"report: {Path(run.output_dir) / REPORT_NAME}")
             raise SystemExit(0 if run.cause in SUCCESS_CAUSES else 2)
         if run.state == RunState.PAUSED:
-            cli.stdout.write(f"run #{run.pk} is {run.state_label}; `auto {run.kind} continue {run.name}` picks it up")
+            cli.stdout.write(f"run #{run.pk} is {run.state_label}; `auto {run.kind} continue #{run.pk}` picks it up")
             raise SystemExit(2)
         time.sleep(0.3)
 

@@ -21,6 +21,7 @@ def do_status(cli: Cli, target, recipe_args, options):
     header = (
         "run",
         "recipe",
+        "args",
         "pass",
         "state",
         "started",
@@ -35,6 +36,7 @@ def do_status(cli: Cli, target, recipe_args, options):
         (
             f"#{r.run.pk}",
             r.run.target,
+            " ".join(r.run.args) or "-",
             r.pass_label,
             r.state,
             r.started_ago,
@@ -42,7 +44,7 @@ def do_status(cli: Cli, target, recipe_args, options):
             r.verdict,
             r.budget_text,
             r.cache,
-            "yes" if r.run.headless else "no",
+            ("yes" if r.run.headless else "no") if r.run.kind == "web" else "-",  # only a browser has a head
             r.provider_note,
         )
         for r in rows
@@ -77,7 +79,7 @@ def do_history(cli: Cli, target, recipe_args, options):
 
 
 def do_results(cli: Cli, target, recipe_args, options):
-    run = cli.run(target, states=None)
+    run = cli.run(target, states=None, args=recipe_args)
     folder = Path(run.output_dir)
     files = (
         sorted(

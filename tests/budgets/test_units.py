@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -89,10 +91,32 @@ def test_it_refuses_bad_sizes_with_what_was_expected(bad, fragment):
         (1_234_567, "~6.2b"),
         (8_000_000, "2s"),
         (200_000, "1b"),
+        (3_258_200, "~16.3b"),  # not 3258.2p: no fraction on a number of 100 or more
+        (3_258_000, "3258p"),  # whole pages stay exact (they round-trip)
+        (150_500, "~151p"),
+        (1_000_100, "~5b"),  # a whole unit reads better than ~5.0b
     ],
 )
 def test_it_formats_in_the_largest_natural_unit(tokens, shown):
     assert format_tokens(tokens) == shown
+
+
+_SHOWN = re.compile(r"(~?)([0-9]+)(?:\.([0-9]))?([pbs])")
+
+
+@given(st.integers(min_value=0, max_value=MAX_TOKENS))
+def test_it_never_shows_more_than_one_decimal_and_reads_back_within_what_it_shows(tokens):
+    shown = format_tokens(tokens)
+    approx, whole, tenth, suffix = _SHOWN.fullmatch(shown).groups()
+    unit = {"p": PAGE, "b": BOOK, "s": SHELF}[suffix]
+    assert tenth is None or int(whole) < 100  # a fraction only on a small number
+    read = (int(whole) * 10 + int(tenth or 0)) * unit // 10
+    if approx:  # within half of the precision shown: a tenth under 100 (~5b is ~5.0b), else one
+        precision = unit // 10 if int(whole) < 100 else unit
+        assert abs(read - tokens) * 2 <= precision + 2  # (+2: the float's last bit at a .05 edge)
+    else:
+        assert read == tokens and tokens * 10 % unit == 0
+    assert tokens < PAGE or read >= unit // 2  # the largest unit: never 0.3b for 60p
 
 
 @given(st.integers(min_value=1, max_value=MAX_TOKENS // PAGE).map(lambda pages: pages * PAGE))

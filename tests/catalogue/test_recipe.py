@@ -605,7 +605,7 @@ BROKEN = [
         "the kinds disagree: the file is under .rysh/automations/webs; the file says kind: task",
         id="kind-conflict",
     ),
-    pytest.param(recipe("kind: job\n"), "x.md", 2, "kind", "expected web or task, got 'job'", id="kind-bad"),
+    pytest.param(recipe("kind: job\n"), "x.md", 2, "kind", "expected web or task or code, got 'job'", id="kind-bad"),
     pytest.param(
         recipe("url: 'ftp://x.example'\n"),
         WEB,
@@ -738,14 +738,14 @@ def test_it_refuses_a_recipe_whose_kind_nobody_says():
     issue = only_issue("Go.", path="x.md")
     assert (issue.line, issue.field) == (None, "kind")
     assert issue.message == (
-        "cannot tell the kind: put the file under .rysh/automations/webs or tasks, or set kind: web|task"
+        "cannot tell the kind: put the file under .rysh/automations/webs|tasks|codes/, or set kind: web|task|code"
     )
 
 
 def test_it_refuses_a_command_kind_that_disagrees_with_the_folder():
     issue = only_issue("Go.", path=WEB, kind="task")
     assert issue.field == "kind" and "the command asks for a task recipe" in issue.message
-    assert only_issue("Go.", path="x.md", kind="robot").message == ("expected web or task, got 'robot'")
+    assert only_issue("Go.", path="x.md", kind="robot").message == ("expected web or task or code, got 'robot'")
 
 
 def test_it_reports_every_error_of_a_file_together():

@@ -54,7 +54,7 @@ def test_it_refuses_a_workdir_that_is_not_a_folder_inside_the_repository(given, 
 def test_a_web_recipe_has_no_workdir():
     found = errors('---\nworkdir: "."\n---\nPublish.\n', path=WEB)
     assert found == [
-        "fix.md:2 workdir: applies to task recipes only (a web recipe drives a browser, not a working copy)"
+        "fix.md:2 workdir: applies to task and code recipes only (a web recipe drives a browser, not a working copy)"
     ]
 
 
@@ -157,5 +157,5 @@ def test_they_need_a_working_copy(key):
 def test_a_web_recipe_has_none_of_them():
     found = errors("---\nuntil_command: make test\n---\nPublish.\n", path=WEB)
     assert found == [
-        "fix.md:2 until_command: applies to task recipes only (a web recipe drives a browser, not a working copy)"
+        "fix.md:2 until_command: applies to task and code recipes only (a web recipe drives a browser, not a working copy)"
     ]

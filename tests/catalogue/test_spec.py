@@ -6,12 +6,13 @@ from catalogue.spec import FOLDERS, KINDS, Kind, RecipeSpec
 
 
 def test_it_spells_each_kind_as_the_word_users_type():
-    assert [str(kind) for kind in Kind] == ["web", "task"]
+    assert [str(kind) for kind in Kind] == ["web", "task", "code"]
     assert Kind.WEB == "web" and f"{Kind.TASK}/report" == "task/report"
 
 
 def test_it_knows_each_kinds_folder_both_ways():
-    assert {kind: kind.folder for kind in Kind} == {Kind.WEB: "webs", Kind.TASK: "tasks"}
+    assert {kind: kind.folder for kind in Kind} == {Kind.WEB: "webs", Kind.TASK: "tasks", Kind.CODE: "codes"}
+    assert Kind.of_folder("codes") is Kind.CODE
     assert Kind.of_folder("webs") is Kind.WEB and KINDS["tasks"] is Kind.TASK
     assert FOLDERS["web"] == "webs"  # a plain word finds its entry too
 

@@ -312,6 +312,8 @@ def test_it_shows_markup_from_a_run_as_text(stack, as_user):
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto(f"{stack.url}/recipes/task/e2e-hostile/run/")
+    assert page.locator("#run-form input[name=headless]").count() == 0  # a task drives no browser
+    assert "headless" not in page.inner_text("#run-form")
     page.fill("input[name=arg_0]", "<b>bold</b>")
     page.click("#run-submit")
     page.wait_for_url(re.compile(r"/runs/\d+/$"))

@@ -76,8 +76,8 @@ DEFAULTED = {
     "automations_pass": {"gate_command": "", "gate_output": ""},
 }
 # columns added since and filled from what was there: whose quota counted a run's calls (its
-# starter's, until a person continues or grants it)
-FILLED = {"automations_run": ("charged_to_id",), "budgets_ledgerentry": ("charged_to_id",)}
+# starter's, until a person continues or grants it), and the slot a run holds (its target)
+FILLED = {"automations_run": ("charged_to_id", "slot"), "budgets_ledgerentry": ("charged_to_id",)}
 
 
 def dump(db: Path) -> dict[str, list]:
@@ -165,6 +165,7 @@ def test_it_keeps_every_row_and_the_schema_of_a_database_made_before_the_split(l
             "SELECT COUNT(*) FROM budgets_ledgerentry e JOIN automations_run r ON r.id = e.run_id "
             "WHERE e.charged_to_id IS NOT r.user_id"
         ).fetchone() == (0,)
+        assert con.execute("SELECT COUNT(*) FROM automations_run WHERE slot IS NOT target").fetchone() == (0,)
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     manage(fresh, "migrate", "--noinput")

@@ -34,6 +34,7 @@ def make_runs(
                 kind="task",
                 name=f"{tag}-{i}",
                 target=f"task/{tag}-{i}" if state != RunState.FINISHED else f"task/{tag}-{i % 7}",
+                slot=f"task/{tag}-{i}" if state != RunState.FINISHED else f"task/{tag}-{i % 7}",  # (no save())
                 recipe_path="x.md",
                 recipe_text="---\n---\nDo it.",
                 provider="scripted",

@@ -40,32 +40,51 @@ def digest(work, settings, tmp_path):
 
 
 @pytest.fixture
+def web_digest(digest, work):
+    """The same recipe as a web recipe: only a browser has a head to show or hide."""
+    work.commit("Digest on the web", webs__digest=WITH_ARGS)
+    (work.path / ".rysh/automations/webs/digest.script.yaml").write_text(SCRIPT)
+    recipes_sync()
+    return "/recipes/web/digest/run/"
+
+
+@pytest.fixture
 def operator(client):
     return login(client, make_user("otto", role="operator"))
 
 
-def test_it_shows_a_field_per_argument_and_headless_ticked(operator, digest):
+def test_it_shows_a_field_per_argument_and_no_headless_box_without_a_browser(operator, digest):
     page = operator.get(digest).content.decode()
     assert page.count('name="arg_') == 2
     assert 'name="arg_0"' in page and 'name="arg_1"' in page and "required" in page
     assert "topic" in page and "audience" in page
+    assert 'name="headless"' not in page and "headless" not in page.partition('id="run-form"')[2]
+
+
+def test_a_web_recipes_form_has_headless_ticked(operator, web_digest):
+    page = operator.get(web_digest).content.decode()
     assert 'type="checkbox" name="headless"' in page and "checked" in page
 
 
 def test_it_starts_a_run_with_the_arguments_as_typed(operator, digest):
-    response = operator.post(digest, {"arg_0": " unattended agents ", "arg_1": "editors", "headless": "on"})
+    response = operator.post(digest, {"arg_0": " unattended agents ", "arg_1": "editors"})
     run = Run.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
     assert run.args == [" unattended agents ", "editors"] and run.headless is True
 
 
-def test_it_runs_headed_when_headless_is_unticked(operator, digest):
-    operator.post(digest, {"arg_0": "agents", "arg_1": "editors"})  # a browser sends no unticked box
+def test_a_task_run_stays_headless_whatever_the_post_says(operator, digest):
+    operator.post(digest, {"arg_0": "agents", "arg_1": "editors"})  # no box: nothing to untick
+    assert Run.objects.get().headless is True
+
+
+def test_a_web_run_runs_headed_when_headless_is_unticked(operator, web_digest):
+    operator.post(web_digest, {"arg_0": "agents", "arg_1": "editors"})  # a browser sends no unticked box
     assert Run.objects.get().headless is False
 
 
-def test_it_refuses_an_empty_argument_beside_its_field_and_keeps_the_rest(operator, digest):
-    response = operator.post(digest, {"arg_0": "agents", "arg_1": ""})
+def test_it_refuses_an_empty_argument_beside_its_field_and_keeps_the_rest(operator, web_digest):
+    response = operator.post(web_digest, {"arg_0": "agents", "arg_1": ""})
     page = response.content.decode()
     assert response.status_code == 400 and Run.objects.count() == 0
     assert 'id="id_arg_1_error"' in page and "This field is required." in page

@@ -1,8 +1,9 @@
 """`python manage.py auto <kind> <action> ...` — the CLI face of the controls (SPEC §5), and
 `auto quota|price set|list|rm ...` — spend governance for admins on the server (SPEC §10).
 
-Targets are recipe names (the active or latest run of that recipe), paths to recipe
-files for `run` and `check`, or run ids written `#12` or `12`.
+Targets are recipe names (the active or latest run of that recipe; with the run's arguments
+after the name when a coding recipe's runs go side by side), paths to recipe files for `run`
+and `check`, or run ids written `#12` or `12`.
 
 This module builds the parser and dispatches; the verbs live in runs/cli/ (one module per
 group) and, for quotas and prices, in spend/cli.py.
@@ -57,10 +58,10 @@ VERBS = {
 
 class Command(BaseCommand):
     help = (
-        "Run and steer recipes: auto <web|task> run|status|stop|cancel|continue|grant|resume|land|"
+        "Run and steer recipes: auto <web|task|code> run|status|stop|cancel|continue|grant|resume|land|"
         "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
         "auto <kind> rejudge NAME [--until-file F] [-n 10] [--judge-model M]; "
-        "auto task diff|keep|discard NAME [--run ID] [--pass N] [--branch B]; auto task run NAME --base REF; "
+        "auto task|code diff|keep|discard NAME [--run ID] [--pass N] [--branch B]; auto task|code run NAME --base REF --workdir DIR; "
         "auto <kind> schedule add|list|rm|enable|disable|owner ...; auto web profile list|rm [NAME]; "
         "auto quota set|list|rm ...; auto price set|list|rm ...; auto mcp add|list|rm|test ..."
     )
@@ -102,6 +103,9 @@ class Command(BaseCommand):
         parser.add_argument("--pass", dest="pass_number", type=int, help="diff: one pass's changes")
         parser.add_argument("--branch", help="keep: under this branch (rysh/…) instead of the run's own")
         parser.add_argument("--base", help="run: the branch, tag or commit a coding run's copy starts from")
+        parser.add_argument(
+            "--workdir", help="run: a coding recipe's agent works in this folder of the repository (not its workdir:)"
+        )
         for name in OVERRIDE_OPTIONS:
             parser.add_argument(
                 f"--{name.replace('_', '-')}", dest=f"override_{name}", help=f"per-run override of {name}"
