@@ -11,7 +11,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.ports import GateOutcome
-from catalogue.recipe import render
 from runs import events, snapshots
 from runs import judge as judging
 from runs.arming import first_message, resumed_message, seeded_message

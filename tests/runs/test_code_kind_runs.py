@@ -7,6 +7,7 @@ its own copy and results folder, and the same arguments are refused naming the r
 them."""
 
 import json
+import re
 from io import StringIO
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def test_a_dry_run_says_where_the_agent_will_work(softdev):
     call_command("auto", "code", "run", "softdev-loop", GOAL, "--workdir", "pkg", "--dry-run", stdout=out)
     text = out.getvalue()
     assert "loop in <the run's working copy>/pkg, working" in text and f"toward: {GOAL}" in text
-    assert "working copy: its own copy of the repository, working in pkg" in text
+    assert re.search(r"working copy: its own copy of the repository from main at [0-9a-f]{8} .*, working in pkg;", text)
     assert Run.objects.count() == 0
 
 
