@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from rysh_site import login_env, metrics_env, setup_env
+from rysh_site import login_env, metrics_env, settings_setup
 from rysh_site.env import envbool, envchoice, envhosts, envint, envnetworks, envstr
 from rysh_site.security import private_dir, restrict_umask
 
@@ -425,8 +425,8 @@ RYSH_SANDBOX_PATH = envstr("RYSH_SANDBOX_PATH", "/usr/local/sbin:/usr/local/bin:
 # a coding loop's `setup:` (docs/coding-loops.md): its commands fetch only from these hosts,
 # through the worker's proxy (public hosts; a private mirror as host:port in the second list),
 # and are killed when they take longer than the timeout together (seconds)
-RYSH_SETUP_ALLOW_HOSTS = setup_env.setup_allow_hosts()
-RYSH_SETUP_ALLOW_PRIVATE_HOSTS = setup_env.setup_private_hosts()
+RYSH_SETUP_ALLOW_HOSTS = settings_setup.setup_allow_hosts()
+RYSH_SETUP_ALLOW_PRIVATE_HOSTS = settings_setup.setup_private_hosts()
 RYSH_SETUP_TIMEOUT = envint("RYSH_SETUP_TIMEOUT", 600, minimum=1)
 # dependency caches (pip, npm, Go modules), one folder per repository: written by setup, read-only
 # to the agent's commands; removed by retention when no run used them for RYSH_KEEP_CACHES_DAYS

@@ -1,4 +1,4 @@
-"""The setup proxy's settings (rysh_site/setup_env.py): strict, and a private address in the
+"""The setup proxy's settings (rysh_site/settings_setup.py): strict, and a private address in the
 public list is a clear error naming the setting and where a private mirror goes instead."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from rysh_site.setup_env import setup_allow_hosts, setup_private_hosts
+from rysh_site.settings_setup import setup_allow_hosts, setup_private_hosts
 
 ROOT = Path(__file__).resolve().parents[1]
 

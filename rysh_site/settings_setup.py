@@ -1,5 +1,6 @@
-"""The setup proxy's settings, read strictly (docs/configuration.md, docs/coding-loops.md "The
-project's own toolchain"): which hosts a coding loop's `setup:` commands may fetch from.
+"""The setup proxy's settings, read strictly as a part of the settings (docs/configuration.md,
+docs/coding-loops.md "The project's own toolchain"): which hosts a coding loop's `setup:`
+commands may fetch from.
 
 RYSH_SETUP_ALLOW_HOSTS names public hosts (`pypi.org`, `*.npmjs.org`, `proxy.golang.org:443`);
 an address in a private, loopback or link-local range there stops start-up, since the proxy
