@@ -10,8 +10,6 @@ a tool error; nothing here raises into the engine.
 from __future__ import annotations
 
 import multiprocessing
-import re
-import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 from agents.file_tools import FILE_TOOLS, FileTools
 from agents.ports import ToolResult
 from agents.sandbox import Sandbox, SandboxUnavailable
+from agents.shell_commands import command_subjects
 from agents.task_tools import ResultsTools
 from budgets.guard import cut_marker
 
@@ -45,11 +44,6 @@ FILE_TOOL_NAMES = frozenset(tool["name"] for tool in FILE_TOOLS)
 # that a timeout, a cancel or a stop kills, like a command
 SEARCHES = frozenset({"grep", "glob"})
 POLL_SECONDS = 0.1
-# what stands before the command itself in a simple command: `FOO=1 env nice git push`
-_WRAPPERS = frozenset({"env", "exec", "command", "nohup", "time", "nice", "sudo", "builtin", "xargs"})
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-# where one simple command ends and the next begins (bash's list and pipe operators, subshells)
-_SEPARATORS = re.compile(r"\|\||&&|[;&|\n()`]|\$\(")
 
 
 class CodingTools:
@@ -175,39 +169,3 @@ def _search_in_child(files: FileTools, name: str, arguments: dict, send) -> None
         send.send(files.call(name, arguments))
     finally:
         send.close()
-
-
-def command_subjects(command: str) -> list[str]:
-    """What a `bash(...)` approval pattern is matched against: the command as given, then each
-    simple command in it without the assignments and wrappers before it, so `bash(git push:*)`
-    also holds `cd x && FOO=1 git push` and `bash -c 'git push'`. Best effort, not a shell
-    parser: the sandbox (no network, the copy alone writable) is the boundary, the gate a
-    person's say on top of it."""
-    found = [command.strip(), *_inner(command)]
-    for part in _SEPARATORS.split(command):
-        simple = _simple(part)
-        if simple:
-            found.append(simple)
-            found += _inner(part)
-    return list(dict.fromkeys(found))
-
-
-def _simple(part: str) -> str:
-    words = [word.strip("'\"") for word in part.strip().split()]  # a quote split off its pair
-    words = [word for word in words if word]
-    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
-        words.pop(0)
-    return " ".join(words)
-
-
-def _inner(simple: str) -> list[str]:
-    """`bash -c 'git push'`, `sh -c "..."`: the script inside, as its own commands."""
-    try:
-        words = shlex.split(simple)
-    except ValueError:
-        return []
-    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
-        words.pop(0)
-    if len(words) >= 3 and Path(words[0]).name in ("bash", "sh", "dash", "zsh") and words[1] == "-c":
-        return command_subjects(words[2])
-    return []
