@@ -274,6 +274,7 @@ def run_new(request: HttpRequest, kind: str, name: str) -> HttpResponse:
                 args=form.recipe_args(),
                 user=request.user,
                 headless=form.cleaned_data["headless"],
+                catalogue_only=True,
             )
         except services.RunRefused as exc:
             form.add_error(None, str(exc))
@@ -298,7 +299,7 @@ def run_preview(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     form = _run_form(request, recipe)
     try:
         preview = services.run_start(
-            kind=kind, name_or_path=name, args=form.recipe_args(), user=request.user, dry_run=True
+            kind=kind, name_or_path=name, args=form.recipe_args(), user=request.user, dry_run=True, catalogue_only=True
         )
         lines, error = preview.lines, ""
     except services.RunRefused as exc:
