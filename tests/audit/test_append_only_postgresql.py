@@ -32,8 +32,8 @@ def migrated(postgres_url, tmp_path):
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def _manage(url: str, data_dir: Path, *args: str) -> str:
-    env = {**os.environ, "DATABASE_URL": url, "RYSH_DATA_DIR": str(data_dir)}
+def _manage(url: str, data_dir: Path, *args: str, env: dict | None = None) -> str:
+    env = {**os.environ, "DATABASE_URL": url, "RYSH_DATA_DIR": str(data_dir), **(env or {})}
     env.pop("DJANGO_SETTINGS_MODULE", None)  # the project's own settings, as manage.py sets them
     done = subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
