@@ -1,4 +1,4 @@
-"""The tools port of a coding recipe (`workdir:`, SPEC §11): a shell command in the sandbox,
+"""The tools port of a coding recipe (`workdir:`, docs/coding-loops.md): a shell command in the sandbox,
 the file tools confined to the run's working copy, and the results tools.
 
 Commands run through agents.sandbox (bubblewrap: the copy read-write and nothing else, no

@@ -1,4 +1,4 @@
-"""Approval gates (SPEC §5, `approve:`): a tool call a recipe names waits for a person.
+"""Approval gates (docs/approvals.md, `approve:`): a tool call a recipe names waits for a person.
 
 Patterns, one per `approve:` entry:
 

@@ -1,4 +1,4 @@
-"""On PostgreSQL the database itself keeps the audit log append-only (issue 22, item 14): a
+"""On PostgreSQL the database itself keeps the audit log append-only (docs/retention.md): a
 trigger refuses every UPDATE and DELETE of audit_auditentry that does not go through the model
 — raw SQL, a shell, a script — but for clearing actor_id alone, which deleting a user does."""
 

@@ -1,5 +1,5 @@
-"""`python manage.py auto <kind> <action> ...` — the CLI face of the controls (SPEC §5), and
-`auto quota|price set|list|rm ...` — spend governance for admins on the server (SPEC §10).
+"""`python manage.py auto <kind> <action> ...` — the CLI face of the controls (docs/command-line.md), and
+`auto quota|price set|list|rm ...` — spend governance for admins on the server (docs/spend.md).
 
 Targets are recipe names (the active or latest run of that recipe), paths to recipe
 files for `run` and `check`, or run ids written `#12` or `12`.
