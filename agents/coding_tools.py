@@ -1,4 +1,4 @@
-"""The tools port of a coding recipe (`workdir:`, SPEC §11): a shell command in the sandbox,
+"""The tools port of a coding recipe (`workdir:`, docs/coding-loops.md): a shell command in the sandbox,
 the file tools confined to the run's working copy, and the results tools.
 
 Commands run through agents.sandbox (bubblewrap: the copy read-write and nothing else, no
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import re
-import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 from agents.file_tools import FILE_TOOLS, FileTools
 from agents.ports import GateOutcome, ToolResult
 from agents.sandbox import Sandbox, SandboxUnavailable
+from agents.shell_commands import command_subjects
 from agents.task_tools import ResultsTools
 from budgets.guard import cut_marker
 
@@ -58,11 +57,6 @@ WRITERS = frozenset({"bash", "edit", "file_write"})
 # diff never costs the agent much of its time
 SLOW_MEASURE = 0.25
 MEASURE_GAP_FACTOR = 10
-# what stands before the command itself in a simple command: `FOO=1 env nice git push`
-_WRAPPERS = frozenset({"env", "exec", "command", "nohup", "time", "nice", "sudo", "builtin", "xargs"})
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-# where one simple command ends and the next begins (bash's list and pipe operators, subshells)
-_SEPARATORS = re.compile(r"\|\||&&|[;&|\n()`]|\$\(")
 
 
 class CodingTools:
@@ -240,39 +234,3 @@ def _search_in_child(files: FileTools, name: str, arguments: dict, send) -> None
         send.send(files.call(name, arguments))
     finally:
         send.close()
-
-
-def command_subjects(command: str) -> list[str]:
-    """What a `bash(...)` approval pattern is matched against: the command as given, then each
-    simple command in it without the assignments and wrappers before it, so `bash(git push:*)`
-    also holds `cd x && FOO=1 git push` and `bash -c 'git push'`. Best effort, not a shell
-    parser: the sandbox (no network, the copy alone writable) is the boundary, the gate a
-    person's say on top of it."""
-    found = [command.strip(), *_inner(command)]
-    for part in _SEPARATORS.split(command):
-        simple = _simple(part)
-        if simple:
-            found.append(simple)
-            found += _inner(part)
-    return list(dict.fromkeys(found))
-
-
-def _simple(part: str) -> str:
-    words = [word.strip("'\"") for word in part.strip().split()]  # a quote split off its pair
-    words = [word for word in words if word]
-    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
-        words.pop(0)
-    return " ".join(words)
-
-
-def _inner(simple: str) -> list[str]:
-    """`bash -c 'git push'`, `sh -c "..."`: the script inside, as its own commands."""
-    try:
-        words = shlex.split(simple)
-    except ValueError:
-        return []
-    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
-        words.pop(0)
-    if len(words) >= 3 and Path(words[0]).name in ("bash", "sh", "dash", "zsh") and words[1] == "-c":
-        return command_subjects(words[2])
-    return []

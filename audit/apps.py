@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class AuditConfig(AppConfig):
@@ -10,3 +11,6 @@ class AuditConfig(AppConfig):
 
     def ready(self) -> None:
         from audit import receivers  # noqa: F401  (connects the role-change receivers; models are ready now)
+        from audit.retention import audit_retention_on_migrate
+
+        post_migrate.connect(audit_retention_on_migrate, sender=self)

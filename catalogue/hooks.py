@@ -1,15 +1,23 @@
-"""The push hook: a forge says the recipes repository moved, and the catalogue syncs at once.
+"""The push hook: a forge says the recipes repository moved, and the catalogue syncs soon after.
 
 GitHub, GitLab, Gitea and Forgejo each call `/hooks/git/` with the shared secret
 RYSH_GIT_HOOK_SECRET: GitHub, Gitea and Forgejo sign the body (hex HMAC-SHA256), GitLab sends
 the secret itself. Both are compared in constant time, over the exact bytes received, before a
-byte of the body is parsed. Every request leaves a GitDelivery row saying what became of it.
+byte of the body is parsed.
 
-The sync runs in the request: an incremental sync after a push reads only the files the push
-touched (tens of milliseconds, plus a fetch for a clone URL), well inside a forge's ~10 s
-timeout, whereas a queued task waits for a free worker, and a worker is held by a run's pass for
-the pass's whole length. The minute's poll (catalogue.tasks) stays as the fallback for a missed
-or refused delivery.
+What is kept: a signed request is a GitDelivery row (the last KEEP); a request refused before
+anything in it was trusted — the hook off, a body too large, unsigned or badly signed — and a
+signed body seen again within the hour are only counted, per day and reason (GitHookRefusal),
+so no flood of them can push a real delivery out of the log.
+
+Replays: the delivery id is not signed, so a captured signed push could be sent again under a
+fresh id. A body (its SHA-256) accepted or ignored within REPLAY_WINDOW is refused under another
+id (409) and a duplicate under its own; older than that, it only syncs the configured repository
+again, which changes nothing.
+
+The sync runs on a worker: an accepted push queues `catalogue.tasks.hook_sync` once the row is
+committed and answers 202 at once; the task writes the sync's line (or its error) on the row.
+The minute's poll (catalogue.tasks) stays as the fallback for a missed or refused delivery.
 """
 
 from __future__ import annotations
@@ -19,19 +27,23 @@ import hmac
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
+from django_q.tasks import async_task
 
-from audit.services import audit_record
-from catalogue.models import GitDelivery
-from catalogue.repo import RepoError, redact
-from catalogue.sync import recipes_sync
+from catalogue.models import GitDelivery, GitHookRefusal
 
 MAX_BODY = 1024 * 1024  # a push's JSON is a few KB; GitHub sends at most 25 MB, and we read none of that
 KEEP = 500  # deliveries kept; older ones are deleted as new ones arrive
+REFUSALS_KEPT_DAYS = 30  # the refusal counters' days kept
+REPLAY_WINDOW = timedelta(hours=1)
 PUSH_EVENTS = {"push", "Push Hook"}  # GitHub, Gitea and Forgejo; GitLab
+SYNC_FUNC = "catalogue.tasks.hook_sync"
+QUEUED = "queued"  # the sync line of an accepted delivery until a worker ran its sync
 
 
 @dataclass(frozen=True)
@@ -56,14 +68,17 @@ FORGES = (
 
 @dataclass(frozen=True)
 class Answer:
-    """What the forge is told, and the row that says the same to admins."""
+    """What the forge is told; `delivery` is the signed request's row (None: only counted)."""
 
     status: int
-    delivery: GitDelivery
+    outcome: str
+    reason: str
+    delivery: GitDelivery | None = None
 
     def body(self) -> dict:
         d = self.delivery
-        return {"delivery": d.pk, "outcome": d.outcome, "reason": d.reason} | ({"sync": d.sync} if d.sync else {})
+        said = {"outcome": self.outcome, "reason": self.reason}
+        return said if d is None else {"delivery": d.pk, **said} | ({"sync": d.sync} if d.sync else {})
 
 
 def forge_of(headers: Mapping[str, str]) -> Forge | None:
@@ -87,69 +102,127 @@ def signature_problem(forge: Forge, headers: Mapping[str, str], body: bytes, sec
 def git_push_receive(*, headers: Mapping[str, str], body: bytes | None, address: str | None) -> Answer:
     """One request to the hook, start to end. `body` is None when it was over MAX_BODY (not read)."""
     forge = forge_of(headers)
+    secret = settings.RYSH_GIT_HOOK_SECRET
+    refused = _Refusals(forge.name if forge else "", address)
+    if not secret:
+        return refused.count(503, "the push hook is off (RYSH_GIT_HOOK_SECRET is not set)")
+    if body is None:
+        return refused.count(413, f"body over {MAX_BODY >> 20} MiB")
+    if forge is None:
+        return refused.count(401, "unsigned: no X-GitHub-Event, X-Gitlab-Event, X-Gitea-Event or X-Forgejo-Event")
+    if problem := signature_problem(forge, headers, body, secret):
+        return refused.count(401, problem)
+    # signed from here on
     row = GitDelivery(
         received_at=timezone.now(),
-        forge=forge.name if forge else "",
-        event=headers.get(forge.event_header, "")[:100] if forge else "",
+        forge=forge.name,
+        event=headers.get(forge.event_header, "")[:100],
         delivery_id=_delivery_id(forge, headers),
         address=address,
+        body_sha256=hashlib.sha256(body).hexdigest(),
     )
-    secret = settings.RYSH_GIT_HOOK_SECRET
-    if not secret:
-        return _refuse(row, 503, "the push hook is off (RYSH_GIT_HOOK_SECRET is not set)")
-    if body is None:
-        return _refuse(row, 413, f"body over {MAX_BODY >> 20} MiB")
-    if forge is None:
-        return _refuse(row, 401, "unsigned: no X-GitHub-Event, X-Gitlab-Event, X-Gitea-Event or X-Forgejo-Event")
-    if problem := signature_problem(forge, headers, body, secret):
-        return _refuse(row, 401, problem)
-    # signed from here on
+    if (seen := _seen_within_the_hour(row)) is not None:
+        return _seen_again(refused, row, seen)
     if row.event not in PUSH_EVENTS:
         return _settle(row, GitDelivery.IGNORED, f"{row.event} event")
     try:
         ref = json.loads(body).get("ref")
     except (ValueError, AttributeError):
-        return _refuse(row, 400, "the body is not a JSON object (set the content type to application/json)")
+        return _settle(
+            row, GitDelivery.REFUSED, "the body is not a JSON object (set the content type to application/json)", 400
+        )
     row.ref = str(ref or "")[:300]
     tracked = settings.RYSH_RECIPES_BRANCH
     if row.ref != f"refs/heads/{tracked}":
         return _settle(row, GitDelivery.IGNORED, f"push to {row.ref.removeprefix('refs/heads/')}, syncing {tracked}")
-    answer = _settle(row, GitDelivery.ACCEPTED, f"push to {tracked}")
+    answer = _settle(row, GitDelivery.ACCEPTED, f"push to {tracked}", 202)
     if answer.delivery.duplicate_of is None:
-        return _sync(answer.delivery)
+        _queue_sync(answer.delivery)
     return answer
 
 
-def _delivery_id(forge: Forge | None, headers: Mapping[str, str]) -> str:
-    if forge is None:
-        return ""
+def _delivery_id(forge: Forge, headers: Mapping[str, str]) -> str:
     return next((headers[h] for h in forge.delivery_headers if headers.get(h)), "")[:100]
 
 
-def _refuse(row: GitDelivery, status: int, reason: str) -> Answer:
-    """Refused rows claim no delivery id: an unsigned request cannot block a real one."""
-    row.outcome, row.reason, row.status = GitDelivery.REFUSED, reason, status
-    row.save()
-    _prune()
-    return Answer(status, row)
+class _Refusals:
+    """Counts what is refused (or seen again) without storing each request: one row per day,
+    forge, reason and status; the reasons are the hook's own words, never the request's."""
+
+    def __init__(self, forge: str, address: str | None):
+        self.forge, self.address = forge, address
+
+    def count(self, status: int, reason: str, *, outcome: str = GitDelivery.REFUSED, said: str = "") -> Answer:
+        now = timezone.now()
+        key = {"day": timezone.localdate(now), "forge": self.forge, "reason": reason[:300], "status": status}
+        for _attempt in range(3):
+            counters = GitHookRefusal.objects.filter(**key)
+            if counters.update(count=F("count") + 1, last_at=now, last_address=self.address):
+                break
+            try:
+                with transaction.atomic():
+                    GitHookRefusal.objects.create(**key, count=1, last_at=now, last_address=self.address)
+                GitHookRefusal.objects.filter(day__lt=key["day"] - timedelta(days=REFUSALS_KEPT_DAYS)).delete()
+                break
+            except IntegrityError:
+                continue  # another request made the day's row meanwhile: count on it
+        return Answer(status, outcome, said or reason)
 
 
-def _settle(row: GitDelivery, outcome: str, reason: str) -> Answer:
+def _seen_within_the_hour(row: GitDelivery) -> GitDelivery | None:
+    """The first delivery of the same body accepted or ignored within REPLAY_WINDOW, if any."""
+    return (
+        GitDelivery.objects.filter(
+            body_sha256=row.body_sha256,
+            received_at__gte=row.received_at - REPLAY_WINDOW,
+            outcome__in=[GitDelivery.ACCEPTED, GitDelivery.IGNORED],
+        )
+        .order_by("id")
+        .first()
+    )
+
+
+def _seen_again(refused: _Refusals, row: GitDelivery, seen: GitDelivery) -> Answer:
+    first = seen.duplicate_of or seen.pk
+    if row.delivery_id and (row.forge, row.delivery_id) == (seen.forge, seen.delivery_id):
+        return refused.count(
+            200,
+            "a redelivery of a delivery of the last hour",
+            outcome=GitDelivery.IGNORED,
+            said=f"duplicate of #{first}",
+        )
+    return refused.count(
+        409,
+        "a body delivered within the hour under another delivery id (a replay)",
+        said=f"a replay: this body was delivered as #{first} within the hour, under another delivery id",
+    )
+
+
+def _settle(row: GitDelivery, outcome: str, reason: str, status: int = 200) -> Answer:
     """Save a signed delivery, claiming its id; a redelivery of a claimed id is a duplicate."""
-    row.outcome, row.reason, row.status = outcome, reason, 200
+    row.outcome, row.reason, row.status = outcome, reason, status
+    if outcome == GitDelivery.REFUSED:  # claims no id: a redelivery, fixed at the forge, goes through
+        row.save()
+        _prune()
+        return Answer(status, outcome, reason, row)
     for _attempt in range(3):
         try:
             with transaction.atomic():
                 row.save(force_insert=True)
             _prune()
-            return Answer(200, row)
+            return Answer(status, outcome, reason, row)
         except IntegrityError:
             row.pk = None
             first = _claimant(row)
             if first is not None:
-                row.outcome, row.reason, row.duplicate_of = GitDelivery.IGNORED, f"duplicate of #{first}", first
+                row.outcome, row.reason, row.duplicate_of, row.status = (
+                    GitDelivery.IGNORED,
+                    f"duplicate of #{first}",
+                    first,
+                    200,
+                )
                 row.save()
-                return Answer(200, row)
+                return Answer(200, row.outcome, row.reason, row)
     raise RuntimeError(f"delivery {row.delivery_id}: its id neither saves nor is found")
 
 
@@ -161,31 +234,11 @@ def _claimant(row: GitDelivery) -> int | None:
     return claimed.filter(duplicate_of=None).values_list("pk", flat=True).first()
 
 
-def _sync(row: GitDelivery) -> Answer:
-    target = ("repo", "", redact(settings.RYSH_RECIPES_REPO))
-    try:
-        result = recipes_sync()
-    except RepoError as exc:
-        # a failed sync lets go of the delivery id: redelivering it from the forge tries again
-        _update(row, outcome=GitDelivery.FAILED, status=502, sync=f"sync failed: {redact(str(exc))}"[:500])
-        audit_record(action="recipes.sync", target=target, detail={"via": f"push hook #{row.pk}", "error": row.sync})
-        return Answer(502, row)
-    except Exception:
-        _update(row, outcome=GitDelivery.FAILED, status=500, sync="sync failed: internal error (see the server log)")
-        raise
-    _update(row, sync=result.line())
-    audit_record(
-        action="recipes.sync",
-        target=target,
-        detail={"via": f"push hook #{row.pk}", "head": result.head[:12], "changed": result.changed},
-    )
-    return Answer(200, row)
-
-
-def _update(row: GitDelivery, **fields) -> None:
-    for name, value in fields.items():
-        setattr(row, name, value)
-    GitDelivery.objects.filter(pk=row.pk).update(**fields)
+def _queue_sync(row: GitDelivery) -> None:
+    """The sync runs on a worker, once the row it reports on is committed."""
+    GitDelivery.objects.filter(pk=row.pk).update(sync=QUEUED)
+    row.sync = QUEUED
+    transaction.on_commit(lambda: async_task(SYNC_FUNC, row.pk, task_name=f"hook-sync-{row.pk}", group="sync"))
 
 
 def _prune() -> None:

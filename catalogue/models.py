@@ -70,8 +70,10 @@ class RecipeVersion(models.Model):
 
 
 class GitDelivery(models.Model):
-    """One request to the push hook (/hooks/git/), whatever became of it: what the recipes
-    page shows admins, newest first. Only the last KEEP are kept (catalogue.hooks)."""
+    """One signed request to the push hook (/hooks/git/), whatever became of it: what the recipes
+    page shows admins, newest first. Only the last KEEP are kept (catalogue.hooks). A request
+    refused before it was trusted is counted in GitHookRefusal instead, so no flood of them can
+    push a real delivery out."""
 
     ACCEPTED, IGNORED, REFUSED, FAILED = "accepted", "ignored", "refused", "failed"
 
@@ -87,6 +89,8 @@ class GitDelivery(models.Model):
     # the id of the delivery this one repeats; a number, not a key: old rows are pruned first
     duplicate_of = models.PositiveBigIntegerField(null=True, blank=True)
     address = models.GenericIPAddressField(null=True, blank=True)
+    # SHA-256 of the signed body: a body seen within the hour under another delivery id is a replay
+    body_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
 
     class Meta:
         ordering = ["-id"]
@@ -105,3 +109,27 @@ class GitDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.forge} {self.outcome}"
+
+
+class GitHookRefusal(models.Model):
+    """Requests to the push hook refused before anything in them was trusted — the hook off, a body
+    too large, unsigned or badly signed, a replayed body — counted per day, forge and reason
+    rather than stored one by one (catalogue.hooks): the reasons are the hook's own words, so a
+    flood adds to a few counters and never pushes a real delivery out of the log."""
+
+    day = models.DateField()
+    forge = models.CharField(max_length=16, blank=True)
+    reason = models.CharField(max_length=300)
+    status = models.PositiveSmallIntegerField()
+    count = models.PositiveIntegerField(default=0)
+    last_at = models.DateTimeField()
+    last_address = models.GenericIPAddressField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-day", "-last_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["day", "forge", "reason", "status"], name="git_hook_refusal_per_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.reason} ×{self.count}"

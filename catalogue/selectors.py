@@ -9,7 +9,7 @@ from django.db.models import Q, QuerySet
 
 from budgets.lineup import tokenizer_note
 from budgets.plan import resolve
-from catalogue.models import GitDelivery, Recipe, RecipeVersion, RepoState
+from catalogue.models import GitDelivery, GitHookRefusal, Recipe, RecipeVersion, RepoState
 from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe import RecipeError, parse_recipe
 from catalogue.repo import redact
@@ -124,3 +124,8 @@ def repo_state_current() -> RepoState | None:
 def git_deliveries_recent(*, limit: int = 100) -> list[GitDelivery]:
     """The push hook's newest deliveries, newest first."""
     return list(GitDelivery.objects.order_by("-id")[:limit])
+
+
+def git_hook_refusals_recent(*, limit: int = 100) -> list[GitHookRefusal]:
+    """What the push hook refused without storing it, counted per day and reason, newest first."""
+    return list(GitHookRefusal.objects.order_by("-day", "-last_at")[:limit])

@@ -15,12 +15,13 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from audit.services import audit_record
-from catalogue.hooks import KEEP, MAX_BODY, git_push_receive
+from catalogue.hooks import KEEP, MAX_BODY, REFUSALS_KEPT_DAYS, git_push_receive
 from catalogue.markdown import render_markdown
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.repo import RepoError, redact
 from catalogue.selectors import (
     git_deliveries_recent,
+    git_hook_refusals_recent,
     recipe_catalogue,
     recipe_version_before,
     recipe_version_plan,
@@ -125,7 +126,9 @@ def recipes_repository(request: HttpRequest) -> HttpResponse:
             "hook_on": bool(settings.RYSH_GIT_HOOK_SECRET),
             "hook_url": settings.RYSH_SITE_URL + reverse("git_hook"),
             "deliveries": git_deliveries_recent(),
+            "refusals": git_hook_refusals_recent(),
             "keep": KEEP,
+            "refusal_days": REFUSALS_KEPT_DAYS,
         },
     )
 

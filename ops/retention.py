@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from audit.context import system_action
 from audit.models import AuditEntry
+from audit.retention import audit_delete_limit
 from audit.services import audit_record
 from catalogue.models import GitDelivery
 from notify.models import Attempt, Delivery, DeliveryState
@@ -561,6 +562,8 @@ def _prune_deliveries(kind: KindPlan, now, batches: _Batches, sizes: Sizes) -> K
 
 def _prune_audit(kind: KindPlan, now, batches: _Batches, sizes: Sizes) -> KindPlan:
     limit = cutoff(now, kind.days)
+    if limit is not None:
+        limit = audit_delete_limit(limit)  # on PostgreSQL, no later than the trigger allows
     if limit is None:
         return _removed(kind, Measure())
     count = batches.delete(_audit_queryset(limit), raw=lambda ids: _delete_audit(ids, limit))
@@ -569,13 +572,11 @@ def _prune_audit(kind: KindPlan, now, batches: _Batches, sizes: Sizes) -> KindPl
 
 def _delete_audit(ids: list[int], limit: datetime) -> None:
     """The audit log is append-only: its model refuses every delete, and on PostgreSQL so does a
-    trigger, except (audit migration 0004) rows older than the cut-off this transaction names.
+    trigger, except rows older than the retention the tables' owner set (audit/retention.py).
     Retention is the one path that removes audit rows, and only those past RYSH_KEEP_AUDIT_DAYS."""
     table = connection.ops.quote_name(AuditEntry._meta.db_table)
     marks = ", ".join(["%s"] * len(ids))
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SELECT set_config('rysh.audit_prune_before', %s, true)", [limit.isoformat()])
         at = connection.ops.adapt_datetimefield_value(limit)
         cursor.execute(f"DELETE FROM {table} WHERE at < %s AND id IN ({marks})", [at, *ids])  # noqa: S608
 

@@ -1,4 +1,4 @@
-"""Approval gates (SPEC §5, `approve:`): a tool call a recipe names waits for a person.
+"""Approval gates (docs/approvals.md, `approve:`): a tool call a recipe names waits for a person.
 
 Patterns, one per `approve:` entry:
 
@@ -9,9 +9,12 @@ Patterns, one per `approve:` entry:
   button that reads "Publish"; a navigation's subject is the URL it would open; other tools
   match against their text arguments.
 
-- `bash(git push:*)` — a command pattern in the form coding agents use (SPEC §11): commands
-  that start with `git push` (the whole command or any simple command in it, see
-  agents.coding_tools.command_subjects); `bash(make deploy)` holds exactly that command.
+- `bash(git push:*)` — a command pattern in the form coding agents use: commands that start
+  with `git push`, as a shell parser reads each simple command of the line (wrappers, quotes,
+  paths and git's global options peeled off: agents/shell_commands.py); `bash(make deploy)`
+  holds exactly that command. A command line the parser cannot reduce (`eval`, a variable as
+  the command's name, a shell reading its input…) is held by every pattern of its tool: fail
+  closed.
 
 A call is also gated as what it amounts to (a tools port's `approval_equivalents`): the
 browser's Enter or Space on a button is a `click` on it, Enter in a form's field a click on
@@ -36,6 +39,7 @@ from urllib.parse import unquote
 from django.db import transaction
 from django.utils import timezone
 
+from agents.shell_commands import CommandSubject
 from budgets.units import format_duration
 from runs import events
 from runs.models import Approval, ApprovalState, Run, RunState
@@ -63,6 +67,8 @@ def gate(patterns: tuple[str, ...] | list[str], tool: str, subjects: list[str]) 
             return pattern, ""
         globs = {glob.lower(), *(g.lower() for g in normal_urls(glob))}
         for subject in subjects:
+            if isinstance(subject, CommandSubject) and subject.unreadable:  # fail closed: it could be anything
+                return pattern, str(subject)
             for form in (subject.strip(), *normal_urls(subject.strip())):
                 if any(fnmatch.fnmatchcase(form.lower(), g) for g in globs):
                     return pattern, subject.strip()
@@ -74,10 +80,16 @@ COMMAND_PATTERN = re.compile(r"(?P<tool>[a-z_][a-z0-9_]*)\((?P<spec>.*)\)\Z", re
 
 def _command_match(spec: str, subjects: list[str]) -> str | None:
     """The subject a `tool(prefix:*)` or `tool(exact command)` pattern holds, or None. A prefix
-    ends at a word: `git push:*` holds `git push origin x`, not `git pushy`."""
+    ends at a word: `git push:*` holds `git push origin x`, not `git pushy`. A subject read from
+    a command line (a CommandSubject) says itself whether the pattern holds it."""
+    for subject in subjects:
+        if isinstance(subject, CommandSubject) and subject.held_by(spec):
+            return str(subject)
     spec = " ".join(spec.split())
     prefix = spec[:-2].rstrip() if spec.endswith(":*") else None
     for subject in subjects:
+        if isinstance(subject, CommandSubject):
+            continue
         said = " ".join(subject.split())
         if prefix is None and said == spec:
             return subject.strip()

@@ -181,7 +181,7 @@ def judge_bound(until: str, candidate: Candidate) -> int:
 
 def _script_for(kind: str, name: str, target: str) -> Path | None:
     try:
-        script = recipe_source(kind=kind, name_or_path=name).script
+        script = recipe_source(kind=kind, name_or_path=name, catalogue_only=True).script
     except RunRefused:
         script = None
     if script is None:  # a recipe run from a file: the script its newest run used

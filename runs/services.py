@@ -74,9 +74,17 @@ class RecipeSource:
     script: Path | None = None
 
 
-def recipe_source(*, kind: str, name_or_path: str) -> RecipeSource:
-    """The text a run is armed with: the catalogue's last good version, else a file."""
+def recipe_source(*, kind: str, name_or_path: str, catalogue_only: bool = False) -> RecipeSource:
+    """The text a run is armed with: the catalogue's last good version, else a file (a path, or
+    a recipe in the recipes repository's working tree). `catalogue_only` — the web, the API and
+    MCP — never reads a file: what the catalogue does not hold is refused, whatever is on disk;
+    only the command line runs a file (docs/command-line.md)."""
     is_path = name_or_path.endswith(".md") or "/" in name_or_path
+    if catalogue_only:
+        found = None if is_path else _from_catalogue(kind, name_or_path)
+        if found is None:
+            raise RunRefused(not_in_catalogue(kind, name_or_path))
+        return found
     if not is_path:
         found = _from_catalogue(kind, name_or_path)
         if found is not None:
@@ -87,6 +95,13 @@ def recipe_source(*, kind: str, name_or_path: str) -> RecipeSource:
         raise RunRefused(str(exc)) from None
     return RecipeSource(
         kind=kind, name=path.stem, path=str(path), text=path.read_text(encoding="utf-8"), script=script_beside(path)
+    )
+
+
+def not_in_catalogue(kind: str, name: str) -> str:
+    return (
+        f"no {kind} recipe named {name!r} in the catalogue (the recipes synced from the recipes repository); "
+        f"a recipe file runs only from the command line: auto {kind} run PATH"
     )
 
 
@@ -139,12 +154,14 @@ def run_start(
     schedule: str = "",
     base: str | None = None,
     workdir: str | None = None,
+    catalogue_only: bool = False,
 ) -> Run | DryRun:
     """Arm and queue a run, or refuse with a clear message before anything is spent. `base`:
     the branch, tag or commit a coding run's copy starts from (`--base`; else the recipe's
     `base:`, else the head of the recipes branch). `workdir` (`--workdir`) puts a coding run's
-    agent in another folder of the repository."""
-    source = recipe_source(kind=kind, name_or_path=name_or_path)
+    agent in another folder of the repository. `catalogue_only`: started from the web, the API
+    or MCP (see recipe_source)."""
+    source = recipe_source(kind=kind, name_or_path=name_or_path, catalogue_only=catalogue_only)
     overrides = {**(overrides or {}), **({WORKDIR_OVERRIDE: workdir} if workdir is not None else {})}
     try:
         spec, plan = arm(source.text, path=source.path, kind=kind, overrides=overrides)

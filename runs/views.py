@@ -278,6 +278,7 @@ def run_new(request: HttpRequest, kind: str, name: str) -> HttpResponse:
                 user=request.user,
                 headless=form.wants_headless(),
                 base=form.base_ref(),
+                catalogue_only=True,
             )
         except services.RunRefused as exc:
             form.add_error(None, str(exc))
@@ -303,7 +304,13 @@ def run_preview(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     form = _run_form(request, recipe)
     try:
         preview = services.run_start(
-            kind=kind, name_or_path=name, args=form.recipe_args(), user=request.user, dry_run=True, base=form.base_ref()
+            kind=kind,
+            name_or_path=name,
+            args=form.recipe_args(),
+            user=request.user,
+            dry_run=True,
+            base=form.base_ref(),
+            catalogue_only=True,
         )
         lines, error = preview.lines, ""
     except services.RunRefused as exc:

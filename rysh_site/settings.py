@@ -18,13 +18,15 @@ from django.core.exceptions import ImproperlyConfigured
 from rysh_site import login_env, metrics_env, settings_setup
 from rysh_site.env import envbool, envchoice, envhosts, envint, envnetworks, envstr
 from rysh_site.security import private_dir, restrict_umask
+from rysh_site.startup import BASE_DIR, data_dir, one_line_configuration_errors
 
+# A malformed setting below stops the process with one line naming it, not a traceback.
+one_line_configuration_errors()
 # First, before anything is written: files 0600 and folders 0700 for this process and its
 # children (the database and its WAL/SHM, the secret key, results, screenshots; security.py).
 restrict_umask()
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = private_dir(Path(envstr("RYSH_DATA_DIR", str(BASE_DIR / ".data"))).resolve())
+DATA_DIR = private_dir(data_dir())
 
 
 def _secret_key() -> str:

@@ -20,6 +20,7 @@ TESTS = [
     "tests/spend/test_quotas.py",
     "tests/audit/test_append_only_postgresql.py",
     "tests/ops/test_retention_postgresql.py",
+    "tests/audit/test_audit_retention_postgresql.py",
     "tests/test_scaleout.py",
     "tests/ops/test_metrics.py",  # the scrape's queries on PostgreSQL, the push latency through Redis
 ]

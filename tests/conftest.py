@@ -94,6 +94,26 @@ def recipe_file(tmp_path, results_root):
 
 
 @pytest.fixture
+def catalogued(recipe_file, settings, db):
+    """recipe_file, then committed and synced: a recipe of the catalogue, which is all the web,
+    the API and MCP run (a file runs only from the command line)."""
+    from catalogue.sync import recipes_sync
+    from tests.recipes_git import git
+
+    def write(text: str, name: str = "job", **options) -> Path:
+        path = recipe_file(text, name, **options)
+        repo = Path(settings.RYSH_RECIPES_REPO)
+        if not (repo / ".git").exists():
+            git(repo, "init", "-q", "-b", settings.RYSH_RECIPES_BRANCH)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"recipe {name}")
+        recipes_sync()
+        return path
+
+    return write
+
+
+@pytest.fixture
 def start(recipe_file, db):
     def start(text: str, *args: str, name: str = "job", **options):
         path = recipe_file(text, name)

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from datetime import date
 from typing import Literal
 
-from django.conf import settings
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
@@ -19,7 +18,6 @@ from budgets.units import parse_duration, parse_tokens
 from catalogue.models import Recipe
 from catalogue.recipe import NAME_RE
 from catalogue.spec import Kind
-from catalogue.workdir import find_recipe
 from runs import services
 from runs.cli.controls import OVERRIDE_OPTIONS
 from runs.models import ACTIVE_STATES, Approval, ApprovalState, Run, RunState
@@ -182,6 +180,7 @@ def start(payload: StartIn, *, owner) -> dict:
             dry_run=payload.dry_run,
             base=(payload.base or "").strip() or None,
             workdir=payload.workdir,
+            catalogue_only=True,
         )
     except services.RunRefused as exc:
         raise refused(exc) from None
@@ -191,13 +190,10 @@ def start(payload: StartIn, *, owner) -> dict:
 
 
 def _exists_or_404(kind: str, name: str) -> None:
-    """A recipe of the catalogue, or a file in the recipes repository (as `auto run NAME`)."""
-    if Recipe.objects.filter(kind=kind, name=name, archived=False).exists():
-        return
-    try:
-        find_recipe(name, kind=kind, root=settings.RYSH_RECIPES_REPO)
-    except FileNotFoundError:
-        raise ApiError(404, f"no {kind} recipe named {name!r}", field="name") from None
+    """A recipe of the catalogue, and only that: the API never runs a file, not one in the
+    recipes repository's working tree, not one in the server's working directory."""
+    if not Recipe.objects.filter(kind=kind, name=name, archived=False).exists():
+        raise ApiError(404, services.not_in_catalogue(kind, name), field="name")
 
 
 def run_of(run_id: int) -> Run:

@@ -3,13 +3,19 @@ lookups the groups share (a run by id or recipe name, a plain-text table)."""
 
 from __future__ import annotations
 
+import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.core.management.base import CommandError, OutputWrapper
+from django.db import DatabaseError, connection
 
 from runs.models import ACTIVE_STATES, Run
 
 MANY_SHOWN = 10  # runs named in a refusal, at most
+# what libraries say at INFO that is not for the person at the command line: django-q2's
+# "Enqueued [rysh] 12", the HTTP clients' "HTTP Request: POST …" (their warnings still show)
+CHATTY_LOGGERS = ("django-q", "httpx", "httpx2")
 
 
 @dataclass(frozen=True)
@@ -65,3 +71,28 @@ class Cli:
         widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
         for row in rows:
             self.stdout.write("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def database_problem() -> str | None:
+    """One line instead of a traceback when the database has no tables yet (`migrate` never ran)."""
+    try:
+        tables = connection.introspection.table_names()
+    except DatabaseError as exc:
+        return f"cannot open the database: {str(exc).splitlines()[0]}"
+    if Run._meta.db_table in tables:
+        return None
+    return f"the database {connection.settings_dict['NAME']} has no tables yet: run `python manage.py migrate` first"
+
+
+@contextmanager
+def quiet_libraries():
+    """The command's own lines only, while it runs: the chatty loggers at WARNING."""
+    loggers = [logging.getLogger(name) for name in CHATTY_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)

@@ -21,8 +21,8 @@ ONE_PASS = """
 
 
 @pytest.fixture
-def job(recipe_file):
-    return recipe_file(ONE_PASS)
+def job(catalogued):
+    return catalogued(ONE_PASS)
 
 
 def test_a_read_token_reads_but_cannot_start_a_run(api_as, job):

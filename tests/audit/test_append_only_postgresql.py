@@ -1,4 +1,4 @@
-"""On PostgreSQL the database itself keeps the audit log append-only (issue 22, item 14): a
+"""On PostgreSQL the database itself keeps the audit log append-only (docs/retention.md): a
 trigger refuses every UPDATE and DELETE of audit_auditentry that does not go through the model
 — raw SQL, a shell, a script — but for clearing actor_id alone, which deleting a user does."""
 
@@ -32,8 +32,8 @@ def migrated(postgres_url, tmp_path):
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def _manage(url: str, data_dir: Path, *args: str) -> str:
-    env = {**os.environ, "DATABASE_URL": url, "RYSH_DATA_DIR": str(data_dir)}
+def _manage(url: str, data_dir: Path, *args: str, env: dict | None = None) -> str:
+    env = {**os.environ, "DATABASE_URL": url, "RYSH_DATA_DIR": str(data_dir), **(env or {})}
     env.pop("DJANGO_SETTINGS_MODULE", None)  # the project's own settings, as manage.py sets them
     done = subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300

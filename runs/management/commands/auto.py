@@ -1,5 +1,5 @@
-"""`python manage.py auto <kind> <action> ...` — the CLI face of the controls (SPEC §5), and
-`auto quota|price set|list|rm ...` — spend governance for admins on the server (SPEC §10).
+"""`python manage.py auto <kind> <action> ...` — the CLI face of the controls (docs/command-line.md), and
+`auto quota|price set|list|rm ...` — spend governance for admins on the server (docs/spend.md).
 
 Targets are recipe names (the active or latest run of that recipe; with the run's arguments
 after the name when a coding recipe's runs go side by side), paths to recipe files for `run`
@@ -17,7 +17,7 @@ from audit.context import CLI, audit_context, cli_actor_name
 from catalogue.spec import Kind
 from runs import services
 from runs.cli import approvals, controls, profiles, reading, recipes, schedules, workspaces
-from runs.cli.common import Cli
+from runs.cli.common import Cli, database_problem, quiet_libraries
 from runs.cli.controls import OVERRIDE_OPTIONS
 from spend.cli import price_cli, quota_cli
 from toolservers.cli import mcp_cli
@@ -112,6 +112,12 @@ class Command(BaseCommand):
             )
 
     def handle(self, *args, kind, action, target, recipe_args, **options):
+        if problem := database_problem():
+            raise CommandError(problem)
+        with quiet_libraries():
+            return self._handle(kind, action, target, recipe_args, options)
+
+    def _handle(self, kind, action, target, recipe_args, options):
         if (kind in SPEND) != (action in SPEND_ACTIONS):
             if kind in SPEND:
                 raise CommandError(f"auto {kind} {action}: expected auto {kind} {'|'.join(SPEND_ACTIONS)} ...")
