@@ -17,18 +17,24 @@ the budget's marker).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
+import os
 import re
-import subprocess
+import shutil
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agents.ports import ToolResult
+from agents.sandbox import server_argv
 from budgets.guard import cut_marker
 
 log = logging.getLogger(__name__)
@@ -38,6 +44,7 @@ SEPARATOR = "__"  # `tracker__add_comment`
 TOOL_NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 POLL_SECONDS = 0.2
+MASK = "••••"
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,110 @@ def base_environment(env: dict[str, str], path: str) -> dict[str, str]:
     return {"PATH": path, **env}
 
 
+# The launcher every stdio server starts through: it reads the server's environment from a file
+# (NAME=value records, NUL-separated; unlinked as soon as read where it can be), then execs the
+# server with exactly that environment — the worker's never, and no command line holds a value.
+LAUNCHER = """import os, sys
+path, argv = sys.argv[1], sys.argv[2:]
+with open(path, "rb") as f:
+    raw = f.read()
+try:
+    os.unlink(path)
+except OSError:
+    pass
+env = dict(r.decode("utf-8", "surrogateescape").split("=", 1) for r in raw.split(b"\\0") if r)
+try:
+    os.execvpe(argv[0], argv, env)
+except OSError as e:
+    sys.exit(f"cannot start {argv[0]}: {e.strerror}")
+"""
+SECRETS_INSIDE = "/run/rysh-mcp"  # where the sandbox shows the environment file's folder
+STDERR_LINES = 8
+
+
+def launch_argv(config: ServerConfig, env_file: Path, *, path: str) -> list[str]:
+    """The argv that starts a stdio server: the launcher (the worker's own Python, isolated and
+    without site) given the environment file, then the server's command; in the sandbox, with
+    the file's folder and what the command needs from folders the sandbox hides bound in."""
+    launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER]
+    if not config.wrap:
+        return [*launcher, str(env_file), *config.command]
+    return server_argv(
+        config.wrap,
+        [*launcher, f"{SECRETS_INSIDE}/{env_file.name}", *config.command],
+        needs=[[sys.executable], config.command],
+        path=path,
+        readonly=[(env_file.parent, SECRETS_INSIDE)],
+    )
+
+
+class EnvFile:
+    """A stdio server's environment in a file of a private (0700) folder of its own, 0600,
+    removed once the server answered, and in any case when the connection ends."""
+
+    def __init__(self, env: dict[str, str]):
+        self.env = env
+        self.folder: Path | None = None
+        self.path = Path()
+
+    def __enter__(self) -> EnvFile:
+        self.folder = Path(tempfile.mkdtemp(prefix="rysh-mcp-"))  # mode 0700
+        self.path = self.folder / "env"
+        records = b"".join(f"{k}={v}".encode("utf-8", "surrogateescape") + b"\0" for k, v in self.env.items())
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(records)
+        return self
+
+    def remove(self) -> None:
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+class StderrTail:
+    """A stdio server's stderr, read by a thread of its own (a full pipe would stall the
+    server) and kept only as its last lines, the server's secrets masked: what a failed start
+    says."""
+
+    def __init__(self, hide=()):
+        self.hide = sorted((value for value in hide if len(value) >= 4), key=len, reverse=True)
+        self.lines: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        self.reader_fd, writer_fd = os.pipe()
+        self.writer = os.fdopen(writer_fd, "wb", buffering=0)
+        self.thread = threading.Thread(target=self._read, name="mcp-stderr", daemon=True)
+
+    def __enter__(self) -> StderrTail:
+        self.thread.start()
+        return self
+
+    def started(self) -> None:
+        """The server holds its own copy now: ours must close, or the reader never ends."""
+        if not self.writer.closed:
+            self.writer.close()
+
+    def _read(self) -> None:
+        with os.fdopen(self.reader_fd, "rb") as pipe:
+            for raw in pipe:
+                line = raw.decode("utf-8", "replace").rstrip()
+                if line:
+                    self.lines.append(line[:300])
+
+    def last_lines(self) -> str:
+        self.started()
+        self.thread.join(1)  # the server is gone: what it wrote last is in the pipe
+        text = " | ".join(self.lines)
+        for value in self.hide:
+            text = text.replace(value, MASK)
+        return text[-1000:]
+
+    def __exit__(self, *exc) -> None:
+        self.started()
+
+
 class ServerDied(Exception):
     """The server's connection ended during a call (a crash, a killed process, a dropped session)."""
 
@@ -112,6 +223,8 @@ class _Server:
         self.error: str | None = None
         self.task: asyncio.Task | None = None
         self.starts = 0
+        self.secrets: EnvFile | None = None  # stdio: the environment file, until it answered
+        self.stderr: StderrTail | None = None  # stdio: its stderr's last lines
 
     @property
     def alive(self) -> bool:
@@ -121,6 +234,7 @@ class _Server:
         """Open the connection, list the tools, keep it open until told to stop."""
         from mcp import ClientSession  # the SDK: loaded with the first MCP server a run uses
 
+        started = False
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
@@ -128,13 +242,17 @@ class _Server:
                 with anyio_fail_after(connect_timeout):
                     await session.initialize()
                     listed = await _list_all(session)
+                if self.secrets is not None:
+                    self.secrets.remove()  # it answered: the launcher has read them
                 self.tools, self.problems = _usable(listed)
-                self.session = session
+                self.session, started = session, True
                 self.ready.set()
                 await self.stop.wait()
         except BaseException as exc:  # noqa: BLE001 — anything: the server is down, say why
             if not isinstance(exc, asyncio.CancelledError):
                 self.error = _describe(exc)
+                if not started and self.stderr is not None and (said := self.stderr.last_lines()):
+                    self.error += f"; its stderr ended: {said}"
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
         finally:
@@ -149,15 +267,22 @@ class _Server:
 
             client = httpx2.AsyncClient(headers=dict(config.headers), timeout=httpx2.Timeout(30, read=300))
             return _with_client(client, streamable_http_client(config.url, http_client=client))
+        return self._stdio()
+
+    @contextlib.asynccontextmanager
+    async def _stdio(self):
+        """The server started through the launcher, its environment in a private file (removed
+        once it answered), the last lines of its stderr kept to say why a start failed."""
         from mcp.client.stdio import StdioServerParameters, stdio_client  # the SDK: loaded with a stdio server
 
-        env = base_environment(config.env, self.path)
-        # `env -i`: the server gets only these variables, never the worker's (the SDK would merge
-        # its default set of HOME, USER, … over them)
-        assigned = [f"{k}={v}" for k, v in env.items()]
-        argv = [*config.wrap, "/usr/bin/env", "-i", *assigned, *config.command]
-        params = StdioServerParameters(command=argv[0], args=argv[1:], env={}, cwd="/")
-        return stdio_client(params, errlog=subprocess.DEVNULL)  # its stderr is not ours to keep
+        env = base_environment(self.config.env, self.path)
+        with EnvFile(env) as secrets, StderrTail(hide=self.config.env.values()) as stderr:
+            self.secrets, self.stderr = secrets, stderr
+            argv = launch_argv(self.config, secrets.path, path=env["PATH"])
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env={}, cwd="/")
+            async with stdio_client(params, errlog=stderr.writer) as streams:
+                stderr.started()
+                yield streams
 
 
 @contextlib.asynccontextmanager

@@ -157,3 +157,99 @@ def test_a_sandboxed_stdio_server_runs_without_network_and_without_the_hidden_fo
     finally:
         tools.close()
         listener.close()
+
+
+def sandboxed(tmp_path) -> tuple:
+    """The admin's default sandbox, with a data folder and the worker's HOME hidden."""
+    from agents.sandbox import SandboxConfig, sandbox_problem, server_wrap
+
+    secret = tmp_path / "data"
+    secret.mkdir(exist_ok=True)
+    (secret / "db.sqlite3").write_text("secret")
+    config = SandboxConfig(enabled=True, hidden=(str(secret), str(Path.home().resolve())))
+    if problem := sandbox_problem(config):
+        pytest.fail(f"bubblewrap must work here (make test installs it): {problem}")
+    return server_wrap(config), secret
+
+
+def test_a_sandboxed_server_and_its_virtualenv_under_tmp_start_and_nothing_else_there_shows(tmp_path):
+    """The sandbox gives a server a private /tmp: a server installed under /tmp (a clone of the
+    project there, its virtualenv beside it) comes back read-only — its program, its
+    interpreter and the folders they load from — and nothing else of /tmp does."""
+    import shutil
+
+    assert str(tmp_path).startswith("/tmp/")
+    wrap, _secret = sandboxed(tmp_path)
+    venv = tmp_path / "venv"
+    venv.symlink_to(sys.prefix)  # the clone's `.venv` link, as `make test` in a clone under /tmp has it
+    code = tmp_path / "server"
+    code.mkdir()
+    shutil.copy(SCRIPT, code / "servers.py")
+    (tmp_path / "notes.txt").write_text("not the server's")
+    command = (str(venv / "bin" / "python"), str(code / "servers.py"), "stdio", "probe")
+    tools = McpTools(Inner(), [ServerConfig("probe", "stdio", command=command, wrap=wrap)], allowed={"probe": None})
+    try:
+        assert "probe__listing" in {s["name"] for s in tools.specs()}, tools.notes
+        # the hidden data folder shows empty; notes.txt does not show at all
+        assert tools.call("probe__listing", {"path": str(tmp_path)}).content == "data,server,venv"
+        assert tools.call("probe__listing", {"path": str(tmp_path / "data")}).content == "(empty)"
+        assert tools.call("probe__listing", {"path": str(code)}).content == "servers.py"
+    finally:
+        tools.close()
+
+
+SECRET = "s3cret-value-8d1f"
+
+
+def command_lines() -> dict[int, str]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+    return found
+
+
+def parent_of(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+
+
+@pytest.mark.parametrize("in_sandbox", [True, False])
+def test_no_command_line_ever_holds_a_server_s_secret(tmp_path, in_sandbox):
+    """A stdio server gets its environment through a file only it reads (then removed), never
+    on a command line that `ps` shows any local user: neither the server's nor bwrap's."""
+    import tempfile
+
+    wrap = sandboxed(tmp_path)[0] if in_sandbox else ()
+    config = ServerConfig(
+        "tracker", "stdio", command=(sys.executable, SCRIPT, "stdio", "tracker"), env={"TOKEN": SECRET}, wrap=wrap
+    )
+    before = set(Path(tempfile.gettempdir()).glob("rysh-mcp-*"))
+    tools = McpTools(Inner(), [config], allowed={"tracker": None})
+    try:
+        assert f"TOKEN={SECRET}" in tools.call("tracker__environment", {}).content  # it has it
+        lines = command_lines()
+        server = next(pid for pid, line in lines.items() if line.startswith(f"{sys.executable} {SCRIPT} stdio tracker"))
+        chain = [server, parent_of(server)]
+        if in_sandbox:
+            assert any("bwrap" in lines.get(pid, "") for pid in (chain[1], parent_of(chain[1]))), lines[chain[1]]
+            chain.append(parent_of(chain[1]))
+        assert all(SECRET not in lines.get(pid, "") for pid in chain)
+        assert [pid for pid, line in lines.items() if SECRET in line] == []
+        assert set(Path(tempfile.gettempdir()).glob("rysh-mcp-*")) == before  # the file is gone once it started
+    finally:
+        tools.close()
+
+
+def test_a_start_failure_says_the_last_lines_of_the_server_s_stderr_its_secrets_masked():
+    from agents.mcp_client import McpError
+
+    crash = "import os, sys; sys.stderr.write('loading config\\nbad token ' + os.environ['TOKEN'] + '\\n'); sys.exit(2)"
+    config = ServerConfig("broken", "stdio", command=(sys.executable, "-c", crash), env={"TOKEN": SECRET})
+    with pytest.raises(McpError) as raised:
+        list_server_tools(config, timeout=10)
+    said = str(raised.value)
+    assert "its stderr ended: loading config | bad token ••••" in said and SECRET not in said
