@@ -42,3 +42,13 @@ def mcp_issues(spec: RecipeSpec) -> list[RecipeIssue]:
                     )
                 )
     return issues
+
+
+def unregistered_servers(spec: dict) -> str | None:
+    """A stored version (sync's spec dict) naming servers removed since it was checked."""
+    named = [use.get("server") for use in spec.get("mcp") or []]
+    if not named:
+        return None
+    known = set(ToolServer.objects.filter(name__in=named).values_list("name", flat=True))
+    missing = [name for name in named if name not in known]
+    return f"mcp: not a registered MCP server (any more): {', '.join(missing)}" if missing else None
