@@ -353,3 +353,45 @@ def test_a_recipe_naming_a_removed_server_or_an_unknown_tool_is_refused_at_every
     narrowed = recipe_file("---\nmcp:\n  - server: tracker\n    tools: [add_coment]\n---\nTriage.\n", "typo")
     with pytest.raises(RunRefused, match=r"mcp\.tools: expected a tool of tracker"):
         services.run_start(kind="task", name_or_path=str(narrowed), args=[])
+
+
+def test_an_empty_tools_list_is_refused_at_its_line():
+    text = "---\nmcp:\n  - server: tracker\n    tools: []\n---\nTriage.\n"
+    with pytest.raises(RecipeError) as refused:
+        parse_recipe(text, path="triage.md", kind="task", name="triage")
+    [issue] = refused.value.issues
+    assert (issue.line, issue.field) == (4, "mcp.tools")
+    assert "at least one tool name" in str(issue) and "leave tools out" in str(issue)
+
+
+@pytest.mark.django_db
+def test_check_warns_about_an_approve_entry_naming_no_tool_the_recipe_is_offered():
+    from runs.cli.recipes import check_report
+
+    tracker = server_add(name="tracker", transport="stdio", command=stdio_command("tracker"))
+    ToolServer.objects.filter(pk=tracker.pk).update(
+        tools=[{"name": "search_issues"}, {"name": "add_comment"}], listed_at="2026-01-01T00:00Z"
+    )
+    server_add(name="web", transport="http", url="http://127.0.0.1:9/mcp")  # never listed: not checked
+    text = (
+        "---\nmcp:\n  - tracker\n  - server: web\n    tools: [search]\n"
+        "approve: [tracker__add_coment, 'tracker__add_comment:*urgent*', tracker__search_issues, web__anything]\n"
+        "---\nTriage.\n"
+    )
+    spec = parse_recipe(text, path="triage.md", kind="task", name="triage")
+    warned = [w for w in check_report(spec, recipe_args=[], user_id=None).warnings if w.startswith("approve")]
+    assert warned == [
+        "approve: 'tracker__add_coment' names no tool of MCP server tracker (add_comment, search_issues), "
+        "so it never holds anything"
+    ]
+    narrowed = parse_recipe(
+        "---\nmcp:\n  - server: tracker\n    tools: [search_issues]\napprove: [tracker__add_comment]\n---\nT.\n",
+        path="n.md",
+        kind="task",
+        name="n",
+    )
+    warned = [w for w in check_report(narrowed, recipe_args=[], user_id=None).warnings if w.startswith("approve")]
+    assert warned == [
+        "approve: 'tracker__add_comment' names no tool of MCP server tracker this recipe is offered "
+        "(search_issues), so it never holds anything"
+    ]
