@@ -395,3 +395,18 @@ def test_check_warns_about_an_approve_entry_naming_no_tool_the_recipe_is_offered
         "approve: 'tracker__add_comment' names no tool of MCP server tracker this recipe is offered "
         "(search_issues), so it never holds anything"
     ]
+
+
+@pytest.mark.django_db
+def test_the_server_page_shows_input_schemas_as_json():
+    from tests.runs.test_view_runs import client_for, user_with
+
+    tracker = server_add(name="tracker", transport="stdio", command=stdio_command("tracker"))
+    schema = {"type": "object", "properties": {"query": {"type": "string", "default": None}}, "required": ["query"]}
+    ToolServer.objects.filter(pk=tracker.pk).update(
+        tools=[{"name": "search_issues", "description": "Search.", "input_schema": schema}],
+        listed_at="2026-01-01T00:00Z",
+    )
+    page = client_for(user_with("admin")).get(f"/mcp-servers/{tracker.pk}/").content.decode()
+    assert "&quot;type&quot;: &quot;object&quot;" in page and "&quot;default&quot;: null" in page
+    assert "&#x27;type&#x27;" not in page and "None" not in page
