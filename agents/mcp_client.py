@@ -1,40 +1,36 @@
-"""Tools from MCP servers (issue 26): the client side, with the official SDK (`mcp`).
+"""Tools from MCP servers (docs/mcp.md): the client side, with the official SDK (`mcp`).
 
 The engine is synchronous; the SDK is async (anyio). A `McpHub` runs one event loop in a
 thread of its own for the pass: each server is held open by a task of that loop (a stdio
-server is a child process in its own process group, started with only the environment its
-admin set; an HTTP server is a streamable-HTTP session with the admin's headers), and the
+server is a child process in its own process group, started through agents.mcp_stdio's launcher
+with only the environment its admin set; an HTTP server is a streamable-HTTP session with the
+admin's headers), and the
 engine's thread calls into it with a timeout. `McpTools` puts the servers' tools next to a
 recipe's own tools (`<server>__<tool>`), and stops every server at the pass's end, on a
 cancel and when the worker lets go of the run.
 
 Every failure comes back as a tool error (ToolResult(is_error=True)), never as an exception
-into the engine: a server that does not start, a call that times out, a server that dies
-(restarted once for the pass, then reported), a result too big for the room left (cut with
-the budget's marker).
+into the engine: a server that does not start (with the last lines of its stderr), a call that
+times out, a server that dies (restarted once for the pass, then reported), a result too big
+for RYSH_MCP_RESULT_CHARS or the room left (cut, its images left out, saying which limit did).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
-import os
 import re
-import shutil
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from agents.mcp_logs import redact_urls
+from agents.mcp_stdio import EnvFile, StderrTail, launch_argv
 from agents.ports import ToolResult
-from agents.sandbox import server_argv
 from budgets.guard import BUDGET_CUT, cut_marker
 
 log = logging.getLogger(__name__)
@@ -44,7 +40,6 @@ SEPARATOR = "__"  # `tracker__add_comment`
 TOOL_NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 POLL_SECONDS = 0.2
-MASK = "••••"
 CAP_CUT = ": a result is capped at RYSH_MCP_RESULT_CHARS; ask for less"
 SSE_EVENT_FLOOR = 1024 * 1024  # the SDK's own limit on one server-sent event
 
@@ -105,110 +100,6 @@ def schema_problem(schema: object) -> str | None:
 def base_environment(env: dict[str, str], path: str) -> dict[str, str]:
     """What a stdio server gets: a PATH (unless its admin set one) and the admin's variables."""
     return {"PATH": path, **env}
-
-
-# The launcher every stdio server starts through: it reads the server's environment from a file
-# (NAME=value records, NUL-separated; unlinked as soon as read where it can be), then execs the
-# server with exactly that environment — the worker's never, and no command line holds a value.
-LAUNCHER = """import os, sys
-path, argv = sys.argv[1], sys.argv[2:]
-with open(path, "rb") as f:
-    raw = f.read()
-try:
-    os.unlink(path)
-except OSError:
-    pass
-env = dict(r.decode("utf-8", "surrogateescape").split("=", 1) for r in raw.split(b"\\0") if r)
-try:
-    os.execvpe(argv[0], argv, env)
-except OSError as e:
-    sys.exit(f"cannot start {argv[0]}: {e.strerror}")
-"""
-SECRETS_INSIDE = "/run/rysh-mcp"  # where the sandbox shows the environment file's folder
-STDERR_LINES = 8
-
-
-def launch_argv(config: ServerConfig, env_file: Path, *, path: str) -> list[str]:
-    """The argv that starts a stdio server: the launcher (the worker's own Python, isolated and
-    without site) given the environment file, then the server's command; in the sandbox, with
-    the file's folder and what the command needs from folders the sandbox hides bound in."""
-    launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER]
-    if not config.wrap:
-        return [*launcher, str(env_file), *config.command]
-    return server_argv(
-        config.wrap,
-        [*launcher, f"{SECRETS_INSIDE}/{env_file.name}", *config.command],
-        needs=[[sys.executable], config.command],
-        path=path,
-        readonly=[(env_file.parent, SECRETS_INSIDE)],
-    )
-
-
-class EnvFile:
-    """A stdio server's environment in a file of a private (0700) folder of its own, 0600,
-    removed once the server answered, and in any case when the connection ends."""
-
-    def __init__(self, env: dict[str, str]):
-        self.env = env
-        self.folder: Path | None = None
-        self.path = Path()
-
-    def __enter__(self) -> EnvFile:
-        self.folder = Path(tempfile.mkdtemp(prefix="rysh-mcp-"))  # mode 0700
-        self.path = self.folder / "env"
-        records = b"".join(f"{k}={v}".encode("utf-8", "surrogateescape") + b"\0" for k, v in self.env.items())
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as file:
-            file.write(records)
-        return self
-
-    def remove(self) -> None:
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-
-class StderrTail:
-    """A stdio server's stderr, read by a thread of its own (a full pipe would stall the
-    server) and kept only as its last lines, the server's secrets masked: what a failed start
-    says."""
-
-    def __init__(self, hide=()):
-        self.hide = sorted((value for value in hide if len(value) >= 4), key=len, reverse=True)
-        self.lines: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self.reader_fd, writer_fd = os.pipe()
-        self.writer = os.fdopen(writer_fd, "wb", buffering=0)
-        self.thread = threading.Thread(target=self._read, name="mcp-stderr", daemon=True)
-
-    def __enter__(self) -> StderrTail:
-        self.thread.start()
-        return self
-
-    def started(self) -> None:
-        """The server holds its own copy now: ours must close, or the reader never ends."""
-        if not self.writer.closed:
-            self.writer.close()
-
-    def _read(self) -> None:
-        with os.fdopen(self.reader_fd, "rb") as pipe:
-            for raw in pipe:
-                line = raw.decode("utf-8", "replace").rstrip()
-                if line:
-                    self.lines.append(line[:300])
-
-    def last_lines(self) -> str:
-        self.started()
-        self.thread.join(1)  # the server is gone: what it wrote last is in the pipe
-        text = " | ".join(self.lines)
-        for value in self.hide:
-            text = text.replace(value, MASK)
-        return text[-1000:]
-
-    def __exit__(self, *exc) -> None:
-        self.started()
 
 
 class ServerDied(Exception):
@@ -289,7 +180,7 @@ class _Server:
         env = base_environment(self.config.env, self.path)
         with EnvFile(env) as secrets, StderrTail(hide=self.config.env.values()) as stderr:
             self.secrets, self.stderr = secrets, stderr
-            argv = launch_argv(self.config, secrets.path, path=env["PATH"])
+            argv = launch_argv(self.config.command, self.config.wrap, secrets.path, path=env["PATH"])
             params = StdioServerParameters(command=argv[0], args=argv[1:], env={}, cwd="/")
             async with stdio_client(params, errlog=stderr.writer) as streams:
                 stderr.started()
@@ -381,50 +272,6 @@ def _describe(exc: BaseException) -> str:
         return "did not answer in time"
     text = str(exc).strip() or type(exc).__name__
     return redact_urls(f"{type(exc).__name__}: {text}")[:300]
-
-
-# -- URLs in log lines ---------------------------------------------------------------------
-
-# A server's URL may carry its key in the query (`…/mcp?key=…`) or a user part: pages and the
-# audit mask it, and so must every line the HTTP client and the SDK log about a request.
-_URL_SECRETS_RE = re.compile(
-    r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?:[^\s/@?#'\"<>]*@)?(?P<rest>[^\s?#'\"<>]*)(?:\?[^\s#'\"<>]*)?", re.I
-)
-CLIENT_LOGGERS = ("httpx", "httpx2", "mcp.client.streamable_http", "mcp.client.sse", "mcp.shared._httpx_utils")
-
-
-def redact_urls(text: str) -> str:
-    """Every URL in `text` with its query and user part masked."""
-
-    def masked(found: re.Match) -> str:
-        user = "••••@" if "@" in found[0].split("://", 1)[1].split("/", 1)[0] else ""
-        query = f"?{MASK}" if "?" in found[0] else ""
-        return f"{found['scheme']}{user}{found['rest']}{query}"
-
-    return _URL_SECRETS_RE.sub(masked, text)
-
-
-class RedactUrls(logging.Filter):
-    """A record whose message holds a URL's query or user part is rewritten masked."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = redact_urls(message)
-        if redacted != message:
-            record.msg, record.args = redacted, ()
-        return True
-
-
-_REDACT = RedactUrls()
-
-
-def redact_client_logs() -> None:
-    """Mask URL secrets in the HTTP client's and the SDK's log lines (the toolservers app
-    calls it when Django starts: the worker, the web server and the CLI alike)."""
-    for name in CLIENT_LOGGERS:
-        logger = logging.getLogger(name)
-        if _REDACT not in logger.filters:
-            logger.addFilter(_REDACT)
 
 
 class McpHub:

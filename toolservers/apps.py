@@ -8,7 +8,7 @@ class ToolServersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents.mcp_client import redact_client_logs
+        from agents.mcp_logs import redact_client_logs
         from catalogue.checks import register, register_stored  # the catalogue's hooks: it cannot import this app
         from toolservers.checks import mcp_issues, unregistered_servers  # models load after the registry is ready
 
