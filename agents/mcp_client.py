@@ -153,7 +153,7 @@ class _Server:
             if not isinstance(exc, asyncio.CancelledError):
                 self.error = _describe(exc)
                 if not started and self.stderr is not None and (said := self.stderr.last_lines()):
-                    self.error += f"; its stderr ended: {said}"
+                    self.error += f"; its stderr ended: {redact_urls(said)}"
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
         finally:
