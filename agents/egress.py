@@ -10,13 +10,20 @@ networks of task_tools.REFUSED_NETWORKS), unless an admin named that host
 (RYSH_BROWSER_ALLOW_PRIVATE_HOSTS, with this dashboard's own host:port); and connects to the
 very addresses it checked, so DNS rebinding gains nothing. Nothing else leaves: the browser's
 own resolver knows no host, and WebRTC may not use UDP outside a proxy.
+
+The proxy serves only the worker's own user. Chromium cannot authenticate to a SOCKS proxy
+(no username or password, no UNIX socket), so the proxy asks the kernel instead: the other end
+of each loopback connection is looked up in /proc/net/tcp, which names the user that owns it,
+and a connection of any other user is refused at the handshake ("no acceptable method").
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import struct
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +42,8 @@ ALLOW_SETTING = "RYSH_BROWSER_ALLOW_PRIVATE_HOSTS"
 # SOCKS5 (RFC 1928) replies
 SUCCEEDED, NOT_ALLOWED, HOST_UNREACHABLE, REFUSED_BY_HOST = 0x00, 0x02, 0x04, 0x05
 COMMAND_NOT_SUPPORTED, ADDRESS_NOT_SUPPORTED = 0x07, 0x08
+NO_ACCEPTABLE_METHOD = 0xFF
+SOCKET_TABLES = {socket.AF_INET: "/proc/net/tcp", socket.AF_INET6: "/proc/net/tcp6"}
 
 Resolve = Callable[..., list]
 
@@ -189,10 +198,15 @@ class Egress:
             self._forget(client, upstream)
 
     def _handshake(self, client: socket.socket) -> tuple[str, int] | None:
-        """SOCKS5 without authentication, CONNECT only: the host and port asked for."""
+        """SOCKS5 for the worker's own user, CONNECT only: the host and port asked for."""
         version, methods = _read(client, 2)
         _read(client, methods)
         if version != 5:
+            return None
+        owner = peer_uid(client)
+        if owner != os.geteuid():
+            log.warning("browser egress refused a connection of another user (uid %s)", owner)
+            client.sendall(bytes([5, NO_ACCEPTABLE_METHOD]))
             return None
         client.sendall(b"\x05\x00")
         version, command, _reserved, kind = _read(client, 4)
@@ -234,6 +248,32 @@ class Egress:
         self._track(upstream)
         _reply(client, SUCCEEDED)
         return upstream
+
+
+def peer_uid(sock: socket.socket, tables: dict[int, str] = SOCKET_TABLES) -> int | None:
+    """The user that owns the other end of a TCP connection on this machine, from the kernel's
+    socket table (readable by everyone, unlike another process's file descriptors); None when
+    it cannot be told, which the proxy takes as a stranger."""
+    local, remote = _table_address(sock.getpeername()), _table_address(sock.getsockname())
+    try:
+        with open(tables[sock.family]) as table:
+            next(table)  # the heading
+            for line in table:
+                fields = line.split()
+                if fields[1] == local and fields[2] == remote:
+                    return int(fields[7])
+    except (OSError, KeyError, IndexError, ValueError, StopIteration):
+        return None
+    return None
+
+
+def _table_address(address: tuple) -> str:
+    """An address as /proc/net/tcp(6) writes it: the IP in the kernel's byte order, in hex words
+    of 32 bits, and the port in hex."""
+    packed = socket.inet_pton(socket.AF_INET6 if ":" in address[0] else socket.AF_INET, address[0])
+    words = [packed[i : i + 4] for i in range(0, len(packed), 4)]
+    ip = "".join(int.from_bytes(word, "big").to_bytes(4, sys.byteorder).hex().upper() for word in words)
+    return f"{ip}:{address[1]:04X}"
 
 
 def _connect(infos: list) -> socket.socket | None:

@@ -1,17 +1,18 @@
-"""Tools from MCP servers (issue 26): the client side, with the official SDK (`mcp`).
+"""Tools from MCP servers (docs/mcp.md): the client side, with the official SDK (`mcp`).
 
 The engine is synchronous; the SDK is async (anyio). A `McpHub` runs one event loop in a
 thread of its own for the pass: each server is held open by a task of that loop (a stdio
-server is a child process in its own process group, started with only the environment its
-admin set; an HTTP server is a streamable-HTTP session with the admin's headers), and the
+server is a child process in its own process group, started through agents.mcp_stdio's launcher
+with only the environment its admin set; an HTTP server is a streamable-HTTP session with the
+admin's headers), and the
 engine's thread calls into it with a timeout. `McpTools` puts the servers' tools next to a
 recipe's own tools (`<server>__<tool>`), and stops every server at the pass's end, on a
 cancel and when the worker lets go of the run.
 
 Every failure comes back as a tool error (ToolResult(is_error=True)), never as an exception
-into the engine: a server that does not start, a call that times out, a server that dies
-(restarted once for the pass, then reported), a result too big for the room left (cut with
-the budget's marker).
+into the engine: a server that does not start (with the last lines of its stderr), a call that
+times out, a server that dies (restarted once for the pass, then reported), a result too big
+for RYSH_MCP_RESULT_CHARS or the room left (cut, its images left out, saying which limit did).
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ import contextlib
 import json
 import logging
 import re
-import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.mcp_logs import redact_urls
+from agents.mcp_stdio import EnvFile, StderrTail, launch_argv
 from agents.ports import ToolResult
-from budgets.guard import cut_marker
+from budgets.guard import BUDGET_CUT, cut_marker
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,15 @@ SEPARATOR = "__"  # `tracker__add_comment`
 TOOL_NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 POLL_SECONDS = 0.2
+CAP_CUT = ": a result is capped at RYSH_MCP_RESULT_CHARS; ask for less"
+SSE_EVENT_FLOOR = 1024 * 1024  # the SDK's own limit on one server-sent event
+
+
+def sse_event_limit(result_chars: int) -> int:
+    """The largest server-sent event an HTTP server's result may come in: room for a result of
+    RYSH_MCP_RESULT_CHARS characters at 6 bytes each in JSON (\\u escapes), twice (text and
+    structured content), never below the SDK's 1 MB. Past it a result is refused unread."""
+    return max(SSE_EVENT_FLOOR, 2 * 6 * result_chars + 64 * 1024)
 
 
 @dataclass(frozen=True)
@@ -101,9 +112,10 @@ class ServerDied(Exception):
 class _Server:
     """One open connection, held by a task of the hub's loop."""
 
-    def __init__(self, config: ServerConfig, path: str):
+    def __init__(self, config: ServerConfig, path: str, event_bytes: int = SSE_EVENT_FLOOR):
         self.config = config
         self.path = path
+        self.event_bytes = event_bytes
         self.session = None
         self.tools: list[ListedTool] = []
         self.problems: list[str] = []  # tools left out, and why
@@ -112,6 +124,8 @@ class _Server:
         self.error: str | None = None
         self.task: asyncio.Task | None = None
         self.starts = 0
+        self.secrets: EnvFile | None = None  # stdio: the environment file, until it answered
+        self.stderr: StderrTail | None = None  # stdio: its stderr's last lines
 
     @property
     def alive(self) -> bool:
@@ -121,6 +135,7 @@ class _Server:
         """Open the connection, list the tools, keep it open until told to stop."""
         from mcp import ClientSession  # the SDK: loaded with the first MCP server a run uses
 
+        started = False
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
@@ -128,13 +143,17 @@ class _Server:
                 with anyio_fail_after(connect_timeout):
                     await session.initialize()
                     listed = await _list_all(session)
+                if self.secrets is not None:
+                    self.secrets.remove()  # it answered: the launcher has read them
                 self.tools, self.problems = _usable(listed)
-                self.session = session
+                self.session, started = session, True
                 self.ready.set()
                 await self.stop.wait()
         except BaseException as exc:  # noqa: BLE001 — anything: the server is down, say why
             if not isinstance(exc, asyncio.CancelledError):
                 self.error = _describe(exc)
+                if not started and self.stderr is not None and (said := self.stderr.last_lines()):
+                    self.error += f"; its stderr ended: {redact_urls(said)}"
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
         finally:
@@ -148,16 +167,24 @@ class _Server:
             from mcp.client.streamable_http import streamable_http_client
 
             client = httpx2.AsyncClient(headers=dict(config.headers), timeout=httpx2.Timeout(30, read=300))
-            return _with_client(client, streamable_http_client(config.url, http_client=client))
+            transport = streamable_http_client(config.url, http_client=client, max_sse_event_size=self.event_bytes)
+            return _with_client(client, transport)
+        return self._stdio()
+
+    @contextlib.asynccontextmanager
+    async def _stdio(self):
+        """The server started through the launcher, its environment in a private file (removed
+        once it answered), the last lines of its stderr kept to say why a start failed."""
         from mcp.client.stdio import StdioServerParameters, stdio_client  # the SDK: loaded with a stdio server
 
-        env = base_environment(config.env, self.path)
-        # `env -i`: the server gets only these variables, never the worker's (the SDK would merge
-        # its default set of HOME, USER, … over them)
-        assigned = [f"{k}={v}" for k, v in env.items()]
-        argv = [*config.wrap, "/usr/bin/env", "-i", *assigned, *config.command]
-        params = StdioServerParameters(command=argv[0], args=argv[1:], env={}, cwd="/")
-        return stdio_client(params, errlog=subprocess.DEVNULL)  # its stderr is not ours to keep
+        env = base_environment(self.config.env, self.path)
+        with EnvFile(env) as secrets, StderrTail(hide=self.config.env.values()) as stderr:
+            self.secrets, self.stderr = secrets, stderr
+            argv = launch_argv(self.config.command, self.config.wrap, secrets.path, path=env["PATH"])
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env={}, cwd="/")
+            async with stdio_client(params, errlog=stderr.writer) as streams:
+                stderr.started()
+                yield streams
 
 
 @contextlib.asynccontextmanager
@@ -189,7 +216,7 @@ def _usable(listed: list) -> tuple[list[ListedTool], list[str]]:
     tools, problems = [], []
     for tool in listed:
         schema = getattr(tool, "input_schema", None) or getattr(tool, "inputSchema", None)
-        problem = schema_problem(schema)
+        problem = schema_problem(schema) or _task_only(tool)
         if problem:
             problems.append(f"{tool.name}: left out: {problem}")
             continue
@@ -197,23 +224,71 @@ def _usable(listed: list) -> tuple[list[ListedTool], list[str]]:
     return tools, problems
 
 
+def _task_only(tool) -> str | None:
+    """A tool whose server runs it only as an MCP task: every plain call of it would fail."""
+    if getattr(getattr(tool, "execution", None), "task_support", None) == "required":
+        return "it runs only as an MCP task (task-augmented execution), which this client does not do"
+    return None
+
+
+CAP_WHY = "past RYSH_MCP_RESULT_CHARS, the size cap of a result"
+
+
+def _pieces(result) -> list[str | dict[str, str]]:
+    """A result's content in order: texts, and images the Messages API takes ({media_type,
+    data}); other content said in a line. Structured content when nothing else was said."""
+    pieces: list[str | dict[str, str]] = []
+    for block in getattr(result, "content", None) or []:
+        kind = getattr(block, "type", "")
+        media = getattr(block, "mime_type", None) or getattr(block, "mimeType", None)
+        if kind == "text":
+            pieces.append(block.text)
+        elif kind == "image" and media in IMAGE_TYPES:
+            pieces.append({"media_type": media, "data": block.data})
+        elif kind == "resource":
+            inner = block.resource
+            pieces.append(getattr(inner, "text", None) or f"[resource {inner.uri}: binary, not shown]")
+        elif kind == "resource_link":
+            pieces.append(f"[resource link: {block.uri}]")
+        else:
+            pieces.append(f"[{kind or 'unknown'} content: not shown]")
+    structured = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
+    if not any(isinstance(piece, str) for piece in pieces) and structured is not None:
+        pieces.append(json.dumps(structured, ensure_ascii=False))
+    return pieces
+
+
+def _joined_length(texts: list[str]) -> int:
+    """Where the next piece starts in "\\n".join(texts) (after the joining newline)."""
+    return sum(len(text) + 1 for text in texts)
+
+
 def _describe(exc: BaseException) -> str:
-    """A short, safe line for an exception (an exception group: its first leaf)."""
+    """A short, safe line for an exception (an exception group: its first leaf; a URL in it
+    without its query or user part)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, TimeoutError):
         return "did not answer in time"
     text = str(exc).strip() or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"[:300]
+    return redact_urls(f"{type(exc).__name__}: {text}")[:300]
 
 
 class McpHub:
     """The pass's servers, on an event loop in a thread of its own."""
 
-    def __init__(self, configs: list[ServerConfig], *, connect_timeout: float = 20, path: str = "/usr/bin:/bin"):
+    def __init__(
+        self,
+        configs: list[ServerConfig],
+        *,
+        connect_timeout: float = 20,
+        path: str = "/usr/bin:/bin",
+        event_bytes: int = SSE_EVENT_FLOOR,
+    ):
         self.configs = {c.name: c for c in configs}
         self.connect_timeout = connect_timeout
         self.path = path
+        self.event_bytes = event_bytes
         self.servers: dict[str, _Server] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
@@ -247,7 +322,7 @@ class McpHub:
     # servers
     def start(self, name: str) -> _Server:
         """Open one server (once a pass; a second start is the restart after it died)."""
-        server = self.servers.get(name) or _Server(self.configs[name], self.path)
+        server = self.servers.get(name) or _Server(self.configs[name], self.path, self.event_bytes)
         self.servers[name] = server
         server.starts += 1
         server.error, server.session = None, None
@@ -295,9 +370,15 @@ class McpHub:
             except ServerDied:
                 raise
             except Exception as exc:
-                code = getattr(getattr(exc, "error", None), "code", None)
+                error = getattr(exc, "error", None)
+                code, message = getattr(error, "code", None), str(getattr(error, "message", exc))
                 if code is not None and code != CONNECTION_CLOSED:
-                    raise McpError(f"the server refused the call: {getattr(exc.error, 'message', exc)}") from None
+                    raise McpError(f"the server refused the call: {message}") from None
+                if code == CONNECTION_CLOSED and "byte limit" in message:  # the SDK refused one event
+                    raise McpError(
+                        f"the result is larger than {self.event_bytes:,} bytes, more than RYSH_MCP_RESULT_CHARS "
+                        "lets through: it was not read; ask for less"
+                    ) from None
                 self._mark_dead(server, _describe(exc))
                 raise ServerDied(_describe(exc)) from None
 
@@ -372,11 +453,13 @@ class McpTools:
         result_chars: int = 100_000,
         path: str = "/usr/bin:/bin",
         cancelled: Callable[[], str | None] = lambda: None,
-        on_listed: Callable[[str, list[ListedTool], str], None] | None = None,
+        on_listed: Callable[[str, list[ListedTool], str, str], None] | None = None,
         notes: list[str] | None = None,
     ):
         self.__dict__["inner"] = inner  # before anything: __getattr__ reads it
-        self.hub = McpHub(configs, connect_timeout=connect_timeout, path=path)
+        self.hub = McpHub(
+            configs, connect_timeout=connect_timeout, path=path, event_bytes=sse_event_limit(result_chars)
+        )
         self.allowed = allowed
         self.call_timeout = call_timeout
         self.result_chars = result_chars
@@ -419,11 +502,11 @@ class McpTools:
         for name in self.hub.configs:
             server = self.hub.open(name)
             if server.session is None:
-                self._note(f"MCP server {name}: not available this pass ({server.error or 'could not connect'})")
+                error = server.error or "could not connect"
+                self._note(f"MCP server {name}: not available this pass ({error})")
+                self._listed(name, [], "", error)
                 continue
-            if self.on_listed is not None:
-                with contextlib.suppress(Exception):
-                    self.on_listed(name, server.tools, "; ".join(server.problems))
+            self._listed(name, server.tools, "; ".join(server.problems), "")
             wanted = self.allowed.get(name)
             for tool in server.tools:
                 if wanted is not None and tool.name not in wanted:
@@ -438,6 +521,12 @@ class McpTools:
                 self._note(f"MCP server {name}: {problem}")
         self._specs = specs
         return specs
+
+    def _listed(self, name: str, tools: list[ListedTool], problems: str, error: str) -> None:
+        """Tell the caller what a server listed at a pass's start, or why it did not start."""
+        if self.on_listed is not None:
+            with contextlib.suppress(Exception):
+                self.on_listed(name, tools, problems, error)
 
     def _note(self, text: str) -> None:
         if text not in self._reported:
@@ -487,13 +576,22 @@ class McpTools:
         if server.starts < 2:
             self.hub.stop(server_name)
             restarted = self.hub.start(server_name)
-            self._note(f"MCP server {server_name}: died ({why}); restarted once for this pass")
             if restarted.session is not None:
+                self._note(f"MCP server {server_name}: died ({why}); restarted once for this pass")
                 return ToolResult(
                     f"{name}: the MCP server {server_name} died during the call ({why}); whether the call took "
                     "effect is unknown. The server was restarted: you may try again.",
                     is_error=True,
                 )
+            self._note(
+                f"MCP server {server_name}: died ({why}) and could not be restarted ({restarted.error}); "
+                "its tools are unavailable for the rest of the pass"
+            )
+            return ToolResult(
+                f"{name}: the MCP server {server_name} died during the call ({why}); whether the call took effect "
+                "is unknown. It could not be restarted: its tools are unavailable for the rest of this pass",
+                is_error=True,
+            )
         self._note(f"MCP server {server_name}: died again ({why}); its tools are unavailable for the rest of the pass")
         return ToolResult(
             f"{name}: the MCP server {server_name} died again ({why}); its tools are unavailable for the rest "
@@ -502,29 +600,33 @@ class McpTools:
         )
 
     def _result(self, name: str, result) -> ToolResult:
-        texts, images = [], []
-        for block in getattr(result, "content", None) or []:
-            kind = getattr(block, "type", "")
-            if kind == "text":
-                texts.append(block.text)
-            elif kind == "image" and getattr(block, "mime_type", getattr(block, "mimeType", "")) in IMAGE_TYPES:
-                images.append({"media_type": getattr(block, "mime_type", None) or block.mimeType, "data": block.data})
-            elif kind == "resource":
-                inner = block.resource
-                texts.append(getattr(inner, "text", None) or f"[resource {inner.uri}: binary, not shown]")
-            elif kind == "resource_link":
-                texts.append(f"[resource link: {block.uri}]")
-            else:
-                texts.append(f"[{kind or 'unknown'} content: not shown]")
-        structured = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
-        if not texts and structured is not None:
-            texts.append(json.dumps(structured, ensure_ascii=False))
+        """Texts and images in the server's order, counted together (an image by its base64
+        characters) against RYSH_MCP_RESULT_CHARS and the room the budget has left: an image
+        past them is left out and said in its place, a text past them is cut with the marker
+        of the limit that cut it."""
+        limit, why = self._limit()
+        texts, images, used = [], [], 0
+        for piece in _pieces(result):
+            if isinstance(piece, dict):
+                if used + len(piece["data"]) <= limit:
+                    images.append({**piece, "at": _joined_length(texts)})
+                    used += len(piece["data"])
+                    continue
+                piece = f"[{piece['media_type']} image of {len(piece['data']) * 3 // 4 // 1024:,} KB left out: {why}]"
+            texts.append(piece)
+            used += len(piece) + 1
         text = "\n".join(texts) or ("(no content)" if not images else "")
-        limit = self.result_chars if self._room is None else min(self.result_chars, self._room)
-        if len(text) > limit:
-            text = text[:limit] + "\n" + cut_marker(len(text), limit)
+        room = limit - sum(len(image["data"]) for image in images)
+        if len(text) > room:
+            text = text[:room] + "\n" + cut_marker(len(text), room, CAP_CUT if why == CAP_WHY else BUDGET_CUT)
         is_error = bool(getattr(result, "is_error", None) or getattr(result, "isError", False))
         return ToolResult(text, is_error=is_error, images=images)
+
+    def _limit(self) -> tuple[int, str]:
+        """The characters a result may have, and what limits it."""
+        if self._room is not None and self._room < self.result_chars:
+            return self._room, "past the room the budget has left"
+        return self.result_chars, CAP_WHY
 
     # approvals: a gate on an MCP tool may match its text arguments (`tracker__add_comment:*urgent*`)
     def approval_subjects(self, name: str, arguments: dict) -> list[str]:

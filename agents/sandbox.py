@@ -565,3 +565,101 @@ def _interpreter_in(hidden: Sequence[Path]) -> list[Path]:
         if any(path == folder or folder in path.parents for folder in hidden):
             found.append(path)
     return found
+
+
+def server_argv(
+    wrap: Sequence[str],
+    command: Sequence[str],
+    *,
+    needs: Sequence[Sequence[str]] = (),
+    path: str = "/usr/bin:/bin",
+    readonly: Sequence[tuple[str | Path, str]] = (),
+) -> list[str]:
+    """`command` run inside `wrap` (server_wrap's prefix). What the commands in `needs` name
+    (each a program and its arguments) and lies where the sandbox shows its own empty folders
+    instead (its private /tmp and /run, a hidden folder) comes back read-only: a program's
+    folder (a virtualenv or an installation whole, and the interpreter it points to), a named
+    file's folder, a named folder. `readonly`: (source, destination) pairs bound too."""
+    covered = [Path(wrap[i + 1]) for i, word in enumerate(wrap[:-1]) if word == "--tmpfs"]
+    binds = [(folder, folder) for folder in _needed_folders(needs, covered, path)]
+    binds += [(Path(source), Path(destination)) for source, destination in readonly]
+    extra = [word for source, destination in binds for word in ("--ro-bind", str(source), str(destination))]
+    # after every tmpfs and before the remounts that make hidden folders read-only (a bind
+    # needs its mount point made first), else just before the chdir
+    words = list(wrap[:-1])
+    at = next((i for i, word in enumerate(words) if word in ("--remount-ro", "--chdir")), len(words))
+    return [*words[:at], *extra, *words[at:], wrap[-1], *command]
+
+
+def _needed_folders(needs: Sequence[Sequence[str]], covered: Sequence[Path], path: str) -> list[Path]:
+    """The folders to bring back for `needs`, outermost first; never a covered folder itself or
+    one holding it (that would undo the hiding), and nothing the sandbox shows anyway."""
+    found: list[Path] = []
+    for index, word in ((index, word) for command in needs for index, word in enumerate(command)):
+        program = shutil.which(word, path=path) if index == 0 and "/" not in word else word
+        if not program or not os.path.isabs(program) or not os.path.exists(program):
+            continue
+        named = Path(os.path.abspath(program))
+        if index == 0:
+            found += _program_folders(named, path)
+        else:
+            found.append(named if named.is_dir() else named.parent)
+    kept = []
+    for folder in sorted(set(found), key=lambda f: len(f.parts)):
+        under = any(folder != c and c in folder.parents for c in covered)
+        if under and not any(k == folder or k in folder.parents for k in kept):
+            kept.append(folder)
+    return kept
+
+
+def _program_folders(program: Path, path: str) -> list[Path]:
+    """Where a program loads from: its folder, or the virtualenv or installation it is the
+    interpreter of (python3.11 beside lib/python3.11, node beside lib/node_modules), and the
+    same for what it links to and for a script's interpreter."""
+    folders = []
+    for each in dict.fromkeys((program, program.resolve())):
+        folder = each.parent
+        if folder.name == "bin" and _installation(folder.parent, each.name):
+            folder = folder.parent
+            folders += _virtualenv_base(folder)
+        folders.append(folder)
+    interpreter = _shebang(program)
+    if interpreter and Path(interpreter) != program:
+        resolved = shutil.which(interpreter, path=path) if "/" not in interpreter else interpreter
+        if resolved and os.path.exists(resolved):
+            folders += _program_folders(Path(os.path.abspath(resolved)), path)
+    return folders
+
+
+def _installation(prefix: Path, name: str) -> bool:
+    lib = prefix / "lib"
+    return (
+        (prefix / "pyvenv.cfg").exists()
+        or (lib / name).is_dir()
+        or (name == "node" and (lib / "node_modules").is_dir())
+    )
+
+
+def _virtualenv_base(prefix: Path) -> list[Path]:
+    """The installation a virtualenv was made from (`home =` in its pyvenv.cfg)."""
+    try:
+        lines = (prefix / "pyvenv.cfg").read_text().splitlines()
+    except OSError:
+        return []
+    homes = [line.partition("=")[2].strip() for line in lines if line.partition("=")[0].strip() == "home"]
+    return [Path(homes[0]).resolve().parent] if homes and homes[0] else []
+
+
+def _shebang(program: Path) -> str | None:
+    """A script's interpreter (`#!/usr/bin/env node` gives node), or None."""
+    try:
+        with open(program, "rb") as file:
+            first = file.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and words[0].endswith("/env") and len(words) > 1:
+        return words[1] if words[1] != "-S" or len(words) < 3 else words[2]
+    return words[0] if words else None

@@ -50,11 +50,14 @@ REFUSED_NETWORKS: tuple[tuple[_Network, str], ...] = tuple(
         ("::/128", "an unspecified address"),
         ("::1/128", "a loopback address"),
         ("::/96", "an IPv4-compatible address (deprecated)"),
+        ("::ffff:0:0:0/96", "an IPv4-translated (SIIT) address"),
+        ("100::/64", "a discard-only address"),
         ("64:ff9b::/96", "a NAT64 address"),
         ("64:ff9b:1::/48", "a local-use NAT64 address"),
         ("2001::/32", "a Teredo address"),
         ("fc00::/7", "a private (unique local) address"),
         ("fe80::/10", "a link-local address"),
+        ("fec0::/10", "a site-local address (deprecated)"),
         ("ff00::/8", "a multicast address"),
     )
 )
@@ -169,13 +172,15 @@ class AddressRefused(Exception):
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_SIIT = ipaddress.ip_network("::ffff:0:0:0/96")
 
 
 def carried_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
     """The IPv4 addresses an IPv6 address carries: mapped (::ffff:a.b.c.d), 6to4, Teredo (its
-    server and its client), NAT64 (64:ff9b::a.b.c.d) and IPv4-compatible (::a.b.c.d)."""
+    server and its client), NAT64 (64:ff9b::a.b.c.d), SIIT (::ffff:0:a.b.c.d) and
+    IPv4-compatible (::a.b.c.d)."""
     carried = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())]
-    if ip in _NAT64 or (ip in _IPV4_COMPATIBLE and int(ip) > 1):  # ::1 and :: are themselves
+    if ip in _NAT64 or ip in _SIIT or (ip in _IPV4_COMPATIBLE and int(ip) > 1):  # ::1 and :: are themselves
         carried.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
     return [inner for inner in carried if inner is not None]
 

@@ -10,6 +10,7 @@ call-to-call bound reuses the previous call's exact context plus the bytes appen
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,9 +51,23 @@ def input_bound(*, system: str, tools: list, messages: list, last: LastCall | No
     return last.context + size(appended) + (MESSAGE_OVERHEAD + 1) * len(appended)
 
 
-def cut_marker(before: int, after: int) -> str:
-    """What a text cut to fit the budget says at its end, so the model knows it was cut and why."""
-    return f"[cut: {before:,} → {after:,} characters to fit the budget left; ask for less or save what you have]"
+BUDGET_CUT = " to fit the budget left; ask for less or save what you have"
+_MARKER_RE = re.compile(r"\n\[cut: ([0-9,]+) → [0-9,]+ characters[^\n\]]*\]\Z")
+
+
+def cut_marker(before: int, after: int, why: str = BUDGET_CUT) -> str:
+    """What a cut text says at its end, so the model knows it was cut, from what and why (by
+    default: to fit the budget; a tool's own size cap says so instead)."""
+    return f"[cut: {before:,} → {after:,} characters{why}]"
+
+
+def without_marker(text: str) -> tuple[str, int]:
+    """A text cut before, as (its head without the marker, the size it had before that cut); any
+    other text as (itself, its size). A second cut then says the size the tool first had."""
+    found = _MARKER_RE.search(text)
+    if found is None:
+        return text, len(text)
+    return text[: found.start()], int(found[1].replace(",", ""))
 
 
 def clamp_max_tokens(tokens_left: int, bound: int, ceiling: int = DEFAULT_MAX_OUTPUT) -> int | None:

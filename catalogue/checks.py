@@ -42,6 +42,23 @@ def register(check: Check) -> Check:
     return check
 
 
+# Checks of a version as sync stored it (its spec as a dict): why a version valid at sync
+# cannot run now that the database says otherwise (an MCP server removed since), or None.
+StoredCheck = Callable[[dict], str | None]
+STORED_CHECKS: list[StoredCheck] = []
+
+
+def register_stored(check: StoredCheck) -> StoredCheck:
+    if check not in STORED_CHECKS:
+        STORED_CHECKS.append(check)
+    return check
+
+
+def stored_problem(spec: dict) -> str | None:
+    """The first reason a stored version cannot run now, or None (the catalogue's "runnable")."""
+    return next((problem for check in STORED_CHECKS if (problem := check(spec or {}))), None)
+
+
 def extra_issues(spec: RecipeSpec) -> list[RecipeIssue]:
     """Every registered check's issues for a recipe that parsed, in file order."""
     issues = [issue for check in EXTRA_CHECKS for issue in check(spec)]

@@ -107,12 +107,20 @@ def append_user_text(messages: list, text: str) -> int:
 
 
 def tool_result(tool_use_id: str, content: str, is_error: bool, images: list | None = None) -> dict:
+    """A tool_result block. Images follow the text, or sit where their `at` says (a character
+    offset into `content`: a tool that gave texts and images in an order keeps it)."""
     if images:
         # the Messages API takes text and image blocks in a tool result
-        blocks = [{"type": "text", "text": content}] + [
-            {"type": "image", "source": {"type": "base64", "media_type": i["media_type"], "data": i["data"]}}
-            for i in images
-        ]
+        blocks, start = [], 0
+        for image in sorted(images, key=lambda i: i.get("at", len(content))):
+            at = max(start, min(image.get("at", len(content)), len(content)))
+            if text := content[start:at].strip("\n"):
+                blocks.append({"type": "text", "text": text})
+            source = {"type": "base64", "media_type": image["media_type"], "data": image["data"]}
+            blocks.append({"type": "image", "source": source})
+            start = at
+        if text := content[start:].strip("\n"):
+            blocks.append({"type": "text", "text": text})
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": blocks, "is_error": is_error}
     return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}
 

@@ -154,6 +154,8 @@ class Call:
             self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
             raise
         self.fitter.offer_room(ctx, reply)
+        if reply.tool_calls:  # a worker lost while they run leaves them here, for the next one to tell
+            Step.objects.filter(pk=step.pk).update(tool_calls=reply.tool_calls)
         if hasattr(self.armed.tools, "deadline"):  # a command never runs past the leg's clock
             self.armed.tools.deadline = started + ctx.seconds_left
         results, waited = self.tools.run_calls(reply, ctx, step)

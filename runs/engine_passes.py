@@ -4,6 +4,7 @@ wrap-up takes the wheel, and how a pass ends (its results kept as a snapshot).""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -17,9 +18,11 @@ from runs.arming import first_message, resumed_message, seeded_message
 from runs.conversation import Conversation
 from runs.engine_controls import keep_stop
 from runs.engine_parts import Armed
-from runs.models import Pass, Phase, Run
+from runs.models import Pass, Phase, Run, StepStatus
 
 log = logging.getLogger(__name__)
+
+LOST_CALL = "outcome unknown: the worker was lost while this call ran"
 
 
 class Passes:
@@ -39,7 +42,29 @@ class Passes:
             return self.start(1, previous=None)
         if run_pass.ended_at is None:  # a continue, a lost worker's re-run: the same conversation
             self.conversation = Conversation.load(run_pass)
+            self._tell_calls_lost(run_pass)
         return run_pass
+
+    def _tell_calls_lost(self, run_pass: Pass) -> None:
+        """Tool calls a lost worker left in flight may or may not have taken effect: the model,
+        asked again from the conversation as it was, hears so once before it repeats them."""
+        lost = [s for s in run_pass.steps.filter(status=StepStatus.LOST) if s.tool_calls and not s.tool_results]
+        if not lost:
+            return
+        calls = [call for step in lost for call in step.tool_calls]
+        named = "; ".join(f"{c['name']} {json.dumps(c.get('input') or {}, ensure_ascii=False)[:300]}" for c in calls)
+        self.conversation.append_user_text(
+            f"[note: the worker running this pass was lost while these tool calls ran: {named}. They may or may "
+            "not have taken effect: check before you repeat one that changes something.]"
+        )
+        with transaction.atomic():
+            self.conversation.save()
+            for step in lost:
+                step.tool_results = [
+                    {"tool_use_id": c.get("id", ""), "content": LOST_CALL, "is_error": True} for c in step.tool_calls
+                ]
+                step.save(update_fields=["tool_results"])
+        events.record(self.run, "note", f"{len(calls)} tool call(s) lost with the worker: outcome unknown")
 
     def start(self, number: int, previous: Pass | None) -> Pass:
         spec, out, workdir = self.armed.spec, str(self.armed.output_dir), self.armed.workdir

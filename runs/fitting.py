@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from budgets.guard import cut_marker
+from budgets.guard import cut_marker, without_marker
 
 # The token-counting endpoint is exact for the request it is given; a small margin keeps the
 # ceiling hard should a call ever be billed a few tokens more than its count said.
@@ -33,9 +33,11 @@ def worth_counting(max_tokens: int | None, ceiling: int) -> bool:
 
 
 def cut_text(text: str, keep: int) -> str:
-    """The head of `text` (`keep` characters) and a marker that says it was cut and why."""
-    keep = max(0, min(keep, len(text)))
-    return text[:keep] + "\n" + cut_marker(len(text), keep)
+    """The head of `text` (`keep` characters) and a marker that says it was cut and why; a text
+    a tool had cut already keeps its first size in the one marker."""
+    head, before = without_marker(text)
+    keep = max(0, min(keep, len(head)))
+    return head[:keep] + "\n" + cut_marker(before, keep)
 
 
 def texts_of(results: list[dict[str, Any]]) -> list[tuple[int, int | None, int]]:
@@ -52,6 +54,11 @@ def texts_of(results: list[dict[str, Any]]) -> list[tuple[int, int | None, int]]
     return found
 
 
+def text_at(results: list[dict[str, Any]], i: int, b: int | None) -> str:
+    content = results[i]["content"]
+    return content if b is None else content[b].get("text", "")
+
+
 def cut_results(results: list[dict[str, Any]], chars: int) -> list[dict[str, Any]]:
     """Results with `chars` characters (at least) taken off their texts, longest first, each
     cut text keeping its head and saying it was cut. Results too short to give that much are
@@ -62,7 +69,7 @@ def cut_results(results: list[dict[str, Any]], chars: int) -> list[dict[str, Any
     for i, b, length in sorted(texts_of(out), key=lambda t: -t[2]):
         if chars <= 0:
             break
-        marker = len(cut_marker(length, length)) + 1
+        marker = len(cut_marker(max(length, without_marker(text_at(out, i, b))[1]), length)) + 1
         take = min(length, chars + marker)  # the marker itself takes room back
         if b is None:
             out[i]["content"] = cut_text(out[i]["content"], length - take)

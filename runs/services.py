@@ -24,6 +24,7 @@ from audit.services import audit_record
 from budgets.plan import Grant as PlanGrant
 from budgets.plan import grant_refusal
 from budgets.units import format_duration, format_tokens
+from catalogue.checks import extra_issues
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.plan_report import model_notes, models_for, plan_lines
 from catalogue.recipe import RecipeError, resolve_output_dir
@@ -168,6 +169,8 @@ def run_start(
         output_dir = resolve_output_dir(spec, settings.RYSH_RESULTS_DIR)
     except (RecipeError, OverrideError) as exc:
         raise RunRefused(str(exc)) from None
+    if extra := extra_issues(spec):  # what `check` refuses with the database (MCP servers, channels…)
+        raise RunRefused("; ".join(str(issue) for issue in extra))
     if WORKDIR_OVERRIDE in overrides:
         overrides[WORKDIR_OVERRIDE] = spec.workdir  # as normalised: `pkg/` and `pkg` are one slot
     slot, output_dir = _slot_and_folder(spec, args, overrides, output_dir)

@@ -207,8 +207,8 @@ def mcp_tools(run: Run, spec: RecipeSpec, inner: ToolsPort) -> McpTools:
         connect_timeout=settings.RYSH_MCP_CONNECT_TIMEOUT,
         result_chars=settings.RYSH_MCP_RESULT_CHARS,
         path=settings.RYSH_SANDBOX_PATH,
-        cancelled=lambda: _stop_reason(run.pk),
-        on_listed=lambda name, tools, problems: record_listing(name, tools, problems),
+        cancelled=lambda: _cancel_reason(run.pk),
+        on_listed=record_listing,
         notes=notes,
     )
 
@@ -228,6 +228,13 @@ def stat_text(stat: list[dict]) -> str:
     removed = sum(row["removed"] or 0 for row in stat)
     lines.append(f"{len(stat)} file(s) changed, +{added} -{removed}")
     return "\n".join(lines)
+
+
+def _cancel_reason(run_id: int) -> str | None:
+    """An MCP call in flight is abandoned on a cancel only: a stop is graceful, the call ends."""
+    if Run.objects.filter(pk=run_id, control=Control.CANCEL).exists():
+        return "the run was cancelled"
+    return None
 
 
 def _stop_reason(run_id: int) -> str | None:

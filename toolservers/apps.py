@@ -8,7 +8,10 @@ class ToolServersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from catalogue.checks import register  # the catalogue's hook: it cannot import this app
-        from toolservers.checks import mcp_issues  # models load after the app registry is ready
+        from agents.mcp_logs import redact_client_logs
+        from catalogue.checks import register, register_stored  # the catalogue's hooks: it cannot import this app
+        from toolservers.checks import mcp_issues, unregistered_servers  # models load after the registry is ready
 
         register(mcp_issues)
+        register_stored(unregistered_servers)
+        redact_client_logs()  # a server URL's key never reaches a log line

@@ -10,6 +10,7 @@ of `tools: [...]`.
 
 from __future__ import annotations
 
+import json
 import re
 
 from django.conf import settings
@@ -72,3 +73,11 @@ class ToolServer(models.Model):
     @property
     def tool_names(self) -> list[str]:
         return [tool.get("name", "") for tool in self.tools]
+
+    @property
+    def tools_shown(self) -> list[dict]:
+        """The tools for the page: each with its input schema as JSON, the way the server sent it."""
+        return [
+            {**tool, "schema_json": json.dumps(tool.get("input_schema"), indent=2, ensure_ascii=False)}
+            for tool in self.tools
+        ]

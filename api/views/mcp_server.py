@@ -21,7 +21,7 @@ import contextvars
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from channels.db import database_sync_to_async
@@ -36,11 +36,14 @@ from api.models import ApiToken
 from api.views import recipes as recipe_views
 from api.views import runs as run_views
 from api.views.common import ApiError, acting_as, token_check
+from catalogue.selectors import recipe_catalogue
 from catalogue.spec import Kind
 from runs import services
+from rysh_site import __version__
 from rysh_site.proxies import forwarded_client
 
 PATH = "/mcp"
+CODING = "coding"  # the recipes with a working copy (`workdir:`), whatever their kind
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ _caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("mcp_cal
 server = MCPServer(
     name="rysh",
     title="rysh dashboard",
+    version=__version__,
     instructions=(
         "Drive rysh's budgeted agent loops: list recipes, read a recipe's plan and worst case, "
         "start a run (dry-run first), read a run's status, stop or continue it. Each tool needs a "
@@ -102,10 +106,24 @@ def _jsonable(value: Any) -> Any:
 
 
 @server.tool()
-async def list_recipes(kind: Kind | None = None, q: str = "") -> dict:
+async def list_recipes(kind: Kind | Literal["coding"] | None = None, q: str = "") -> dict:
     """The recipes of the catalogue: kind, name, description, whether runnable, and the plan
-    figures computed at sync. `kind` narrows to web, task or code; `q` searches names. Scope: read."""
-    return await _call("read", lambda owner: recipe_views.recipe_list_of(kind=kind or "", q=q))
+    figures computed at sync. `kind` narrows to web, task, code, or coding (every recipe with a
+    working copy); `q` searches names and descriptions. Scope: read."""
+    return await _call("read", lambda owner: _recipes_of(kind or "", q))
+
+
+def _recipes_of(kind: str, q: str) -> dict:
+    if kind != CODING:
+        return recipe_views.recipe_list_of(kind=kind, q=q)
+    coding = {(recipe.kind, recipe.name) for recipe in recipe_catalogue(q=q) if _has_working_copy(recipe)}
+    listed = recipe_views.recipe_list_of(q=q)["recipes"]
+    return {"recipes": [r for r in listed if (r["kind"], r["name"]) in coding]}
+
+
+def _has_working_copy(recipe) -> bool:
+    shown = recipe.good or recipe.latest
+    return bool(shown and (shown.spec or {}).get("workdir"))
 
 
 @server.tool()
@@ -209,6 +227,9 @@ async def application(scope, receive, send) -> None:
         token = await database_sync_to_async(token_check)(secret.strip())
     except ApiError as exc:
         await _refuse(send, exc)
+        return
+    if scope.get("method") == "GET":  # stateless, JSON answers: there is no stream to open
+        await _refuse(send, ApiError(405, "this endpoint answers POST only (no SSE stream)", headers={"Allow": "POST"}))
         return
     await _ensure_started()
     reset = _caller.set(Caller(token=token, address=_address(scope)))

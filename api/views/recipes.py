@@ -8,6 +8,7 @@ from ninja import Router, Schema
 
 from api.views.common import ApiError, acting, recipe_error
 from budgets.prices import format_money
+from catalogue.checks import stored_problem
 from catalogue.models import Recipe
 from catalogue.recipe import RecipeError, parse_recipe
 from catalogue.selectors import recipe_catalogue
@@ -34,7 +35,8 @@ def _summary(recipe: Recipe) -> dict:
         "target": recipe.target,
         "path": recipe.path,
         "description": (shown.spec or {}).get("description", "") if shown else "",
-        "runnable": recipe.good_id is not None,
+        # valid at sync, and still now for what the database decides (a server removed since)
+        "runnable": recipe.good_id is not None and stored_problem(recipe.good.spec) is None,
         "newest_broken": bool(recipe.latest_id and recipe.latest_id != recipe.good_id),
         "commit": shown.commit_sha if shown else "",
         "plan": plan,

@@ -483,6 +483,13 @@ def _read_mcp(r: Reader, node, field) -> tuple[McpUse, ...] | None:
                 items = r.items(keys["tools"], f"{field}.tools", "tool names")
                 if items is None:
                     continue
+                if not items:  # no tool at all is surely not what was meant
+                    r.expected(
+                        keys["tools"],
+                        f"{field}.tools",
+                        "at least one tool name (leave tools out for all of the server's)",
+                    )
+                    continue
                 tools = []
                 for tool_node, value in items:
                     if isinstance(value, str) and _MCP_TOOL_RE.match(value):

@@ -24,6 +24,7 @@ from catalogue.workdir import find_recipe
 from runs import rejudge, services
 from runs.cli.common import Cli
 from runs.outlook import WorstCase, price_warnings, quota_lines
+from toolservers.checks import approve_warnings as mcp_approve_warnings
 
 
 def do_check(cli: Cli, target, recipe_args, options):
@@ -178,7 +179,8 @@ def _model_place(spec, role: str, model: str) -> tuple[int | None, str]:
 
 
 def _approve_warnings(spec) -> list[str]:
-    """`approve:` entries that name no tool of this kind of recipe would never hold anything."""
+    """`approve:` entries that name no tool of this kind of recipe would never hold anything
+    (nor, for an MCP server's, a tool of it the recipe is offered: toolservers.checks)."""
     known = {t["name"] for t in RESULT_TOOLS}
     if spec.kind == Kind.WEB:
         known |= BROWSER_TOOL_NAMES
@@ -191,7 +193,7 @@ def _approve_warnings(spec) -> list[str]:
         for entry in spec.approve
         if entry.partition(":")[0].partition("(")[0].strip() not in known
         and entry.partition("__")[0] not in {use.server for use in spec.mcp}  # an MCP tool (`tracker__add_comment`)
-    ]
+    ] + mcp_approve_warnings(spec)
 
 
 def rejudge_table(delta) -> list[str]:

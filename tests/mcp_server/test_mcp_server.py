@@ -138,3 +138,36 @@ def test_a_viewer_s_operate_token_cannot_start_it_names_the_role(live):
 
     refused = session(live, live.tokens["viewer"], calls)
     assert "role: mcp-viewer's role (viewer) cannot operate: it needs the admin or operator role" in refused
+
+
+def test_it_names_the_dashboard_and_its_version(live):
+    from rysh_site import __version__
+
+    async def main():
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {live.tokens['read']}"})
+        async with http, streamable_http_client(f"{live.url}/mcp/", http_client=http) as (read, write):
+            async with ClientSession(read, write) as mcp:
+                return await mcp.initialize()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        hello = pool.submit(asyncio.run, main()).result()
+    assert (hello.server_info.name, hello.server_info.version) == ("rysh", __version__) and __version__
+
+
+def test_get_answers_405_as_documented_and_holds_no_stream(live):
+    """Stateless, JSON answers: nothing to stream, so GET is refused at once (after the token)."""
+    token = {"Authorization": f"Bearer {live.tokens['read']}", "Accept": "text/event-stream"}
+    got = httpx.get(f"{live.url}/mcp/", headers=token, timeout=10)
+    assert got.status_code == 405 and got.headers["Allow"] == "POST"
+    assert httpx.get(f"{live.url}/mcp/", timeout=10).status_code == 401  # the token first, as for every request
+
+
+def test_list_recipes_takes_the_documented_kinds(live):
+    async def calls(mcp: ClientSession):
+        coding = answer(await mcp.call_tool("list_recipes", {"kind": "coding"}))
+        tasks = answer(await mcp.call_tool("list_recipes", {"kind": "task"}))
+        return coding, tasks
+
+    coding, tasks = session(live, live.tokens["read"], calls)
+    assert [r["name"] for r in coding["recipes"]] == ["fix-the-test"]  # the demo's recipe with a working copy
+    assert "fix-the-test" in {r["name"] for r in tasks["recipes"]} and len(tasks["recipes"]) > 1

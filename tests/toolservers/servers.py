@@ -3,7 +3,8 @@ them speaks stdio (`python servers.py stdio tracker`); `http_app()` is the same 
 for streamable HTTP, started on loopback by a fixture (tests/toolservers/conftest.py).
 
 `tracker` behaves; `flaky` misbehaves: slow, a huge result, a crash, a result that tries to
-give the model orders, and an image; `probe` says what it can reach (the sandbox test)."""
+give the model orders, images between texts, and a tool only MCP tasks can run; `probe` says
+what it can reach (the sandbox test)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.types import Image
+from mcp_types import ToolExecution
 
 # a 1x1 PNG
 PNG = base64.b64decode(
@@ -71,6 +73,27 @@ def flaky() -> MCPServer:
     def broken() -> str:
         raise ValueError("the database is down")
 
+    @server.tool(description="`count` pictures of `kb` KB each, a caption before each and a line after them.")
+    def pictures(count: int = 3, kb: int = 4) -> list:
+        parts: list = []
+        for n in range(count):
+            parts += [f"picture {n}", Image(data=PNG + b"\0" * (kb * 1024), format="png")]
+        return [*parts, "that is all"]
+
+    @server.tool(description="Runs only as an MCP task (task-augmented execution).")
+    def later() -> str:
+        return "a task"
+
+    listed = server.list_tools
+
+    async def list_tools():  # `later` says it needs task augmentation, as a tasks server would
+        tools = await listed()
+        for tool in tools:
+            if tool.name == "later":
+                tool.execution = ToolExecution(task_support="required")
+        return tools
+
+    server.list_tools = list_tools
     return server
 
 

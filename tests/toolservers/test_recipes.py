@@ -1,6 +1,7 @@
 """Registering servers, `mcp:` in recipes, and a recipe run end to end on the real anthropic SDK
 path (the fake Messages server) with a stdio and an HTTP server; a gated MCP tool waits."""
 
+import json
 from io import StringIO
 
 import pytest
@@ -201,3 +202,211 @@ def test_the_page_says_what_is_wrong_with_a_server_that_lists_nothing_or_does_no
     page = admin.post(f"/mcp-servers/{gone.pk}/test/", follow=True).content.decode()
     assert "test failed: gone:" in page
     assert ToolServer.objects.get(name="gone").last_error  # kept for the page, until the next test
+
+
+ONE_PASS = """---
+mcp: [{server}]
+loop:
+  do:
+    max_iterations: 6
+    budget:
+      size: 1b
+  while:
+    max_iterations: 1
+    prompts:
+      until: report.md exists
+---
+Do the work and write report.md.
+"""
+
+
+def task_requests(fake) -> list[dict]:
+    return [r.json for r in fake.requests if r.json and "independent judge" not in str(r.json.get("system"))]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stop_lets_an_mcp_call_in_flight_finish(fake_anthropic, recipe_file):
+    """Stop is graceful: the call in flight ends with its answer (only cancel abandons one)."""
+    import threading
+
+    from runs.models import Run
+
+    server_add(name="flaky", transport="stdio", command=stdio_command("flaky"))
+    path = recipe_file(ONE_PASS.format(server="flaky"), "slow-report", script=None)
+    queue = judge_or(fake_anthropic)
+    queue += [{"text": "wait", "tool_calls": [{"name": "flaky__slow", "input": {"seconds": 5}}]}, {"text": "Done."}]
+    run = services.run_start(kind="task", name_or_path=str(path), args=[])
+    stopper = threading.Timer(2.5, lambda: services.run_stop(run=Run.objects.get(pk=run.pk)))
+    stopper.start()
+    worker.execute(run.pk, arm_run)
+    stopper.join()
+    run.refresh_from_db()
+    assert run.cause == "stopped by user"
+    [result] = run.passes.get().steps.order_by("number")[0].tool_results
+    assert (result["content"], result["is_error"]) == ("finally", False)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_that_does_not_start_at_a_pass_start_keeps_its_error_for_the_page(fake_anthropic, recipe_file):
+    server_add(name="gone", transport="http", url="http://127.0.0.1:9/mcp")
+    path = recipe_file(ONE_PASS.format(server="gone"), "gone-report", script=None)
+    judge_or(fake_anthropic)
+    run = services.run_start(kind="task", name_or_path=str(path), args=[])
+    worker.execute(run.pk, arm_run)
+    gone = ToolServer.objects.get(name="gone")
+    assert gone.last_error and gone.listed_at is not None
+    page_notes = RunEvent.objects.filter(run=run, message__contains="MCP server gone: not available").count()
+    assert page_notes == 1
+
+
+class WorkerDied(BaseException):
+    """Not an Exception: nothing in the engine catches it, as with a killed process."""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_lost_mid_call_tells_the_model_the_call_s_outcome_is_unknown(
+    fake_anthropic, recipe_file, monkeypatch, settings
+):
+    """The call took effect, then the worker died before its result was kept: the automatic
+    continue asks the model again, and tells it that call may or may not have happened."""
+    from agents.mcp_client import McpTools
+    from runs.models import Run, StepStatus
+
+    settings.RYSH_WORKER_LOST_RETRIES = 1
+    server_add(name="tracker", transport="stdio", command=stdio_command("tracker"))
+    path = recipe_file(ONE_PASS.format(server="tracker"), "comment", script=None)
+    queue = judge_or(fake_anthropic)
+    comment = {"name": "tracker__add_comment", "input": {"issue": 12, "text": "triaged"}}
+    queue += [{"text": "comment", "tool_calls": [comment]}, {"text": "Done."}]
+    real, died = McpTools.call, []
+
+    def dies_after_the_call(self, name, arguments):
+        outcome = real(self, name, arguments)
+        if not died:
+            died.append(outcome.content)
+            raise WorkerDied()
+        return outcome
+
+    monkeypatch.setattr(McpTools, "call", dies_after_the_call)
+    run = services.run_start(kind="task", name_or_path=str(path), args=[])
+    with pytest.raises(WorkerDied):
+        worker.execute(run.pk, arm_run)
+    assert died == ["comment added to #12: triaged"]
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=None)
+    assert services.runs_sweep_lost()[0].endswith("continued from its checkpoint")
+    before = len(task_requests(fake_anthropic))
+    worker.execute(run.pk, arm_run)
+    resumed = task_requests(fake_anthropic)[before]
+    said = json.dumps(resumed["messages"][-1])
+    assert "tracker__add_comment" in said and "may or may not have taken effect" in said
+    lost = run.passes.get().steps.get(status=StepStatus.LOST)
+    assert lost.tool_calls[0]["name"] == "tracker__add_comment" and "unknown" in lost.tool_results[0]["content"]
+
+
+def catalogue_recipe(text: str, name: str):
+    """A recipe as sync keeps it: its version checked at sync (valid then), good and latest."""
+    from catalogue.models import Recipe, RecipeVersion
+    from catalogue.sync import parse_version
+
+    path = f".rysh/automations/tasks/{name}.md"
+    recipe = Recipe.objects.create(kind="task", name=name, path=path)
+    version = RecipeVersion.objects.create(
+        recipe=recipe,
+        commit_sha="a" * 40,
+        path=path,
+        text=text,
+        **parse_version(text, path=path, kind="task", name=name),
+    )
+    assert version.valid, version.errors
+    recipe.good = recipe.latest = version
+    recipe.save()
+    return recipe
+
+
+@pytest.mark.django_db
+def test_a_recipe_naming_a_removed_server_or_an_unknown_tool_is_refused_at_every_start(recipe_file):
+    """`check` refuses it, so every way to start does (the API, MCP, the pages, a schedule and
+    `auto task run FILE` all start through run_start), and the catalogue lists it not runnable."""
+    from api.views.recipes import recipe_list_of
+    from runs.services import RunRefused
+    from toolservers.services import server_remove
+
+    tracker = server_add(name="tracker", transport="stdio", command=stdio_command("tracker"))
+    text = "---\nmcp: [tracker]\n---\nTriage the issues.\n"
+    path = recipe_file(text, "triage")
+    catalogue_recipe(text, "triage")
+
+    def runnable() -> bool:
+        return {r["name"]: r["runnable"] for r in recipe_list_of()["recipes"]}["triage"]
+
+    assert runnable() and services.run_start(kind="task", name_or_path=str(path), args=[], dry_run=True)
+    server_remove(server=tracker)
+    assert not runnable()
+    for dry_run in (True, False):
+        with pytest.raises(RunRefused, match=r"mcp\.server: expected a registered MCP server"):
+            services.run_start(kind="task", name_or_path=str(path), args=[], dry_run=dry_run)
+    with pytest.raises(CommandError, match=r"mcp\.server"):
+        auto("task", "run", str(path))
+
+    listed = server_add(name="tracker", transport="stdio", command=stdio_command("tracker"))
+    ToolServer.objects.filter(pk=listed.pk).update(tools=[{"name": "search_issues"}], listed_at="2026-01-01T00:00Z")
+    narrowed = recipe_file("---\nmcp:\n  - server: tracker\n    tools: [add_coment]\n---\nTriage.\n", "typo")
+    with pytest.raises(RunRefused, match=r"mcp\.tools: expected a tool of tracker"):
+        services.run_start(kind="task", name_or_path=str(narrowed), args=[])
+
+
+def test_an_empty_tools_list_is_refused_at_its_line():
+    text = "---\nmcp:\n  - server: tracker\n    tools: []\n---\nTriage.\n"
+    with pytest.raises(RecipeError) as refused:
+        parse_recipe(text, path="triage.md", kind="task", name="triage")
+    [issue] = refused.value.issues
+    assert (issue.line, issue.field) == (4, "mcp.tools")
+    assert "at least one tool name" in str(issue) and "leave tools out" in str(issue)
+
+
+@pytest.mark.django_db
+def test_check_warns_about_an_approve_entry_naming_no_tool_the_recipe_is_offered():
+    from runs.cli.recipes import check_report
+
+    tracker = server_add(name="tracker", transport="stdio", command=stdio_command("tracker"))
+    ToolServer.objects.filter(pk=tracker.pk).update(
+        tools=[{"name": "search_issues"}, {"name": "add_comment"}], listed_at="2026-01-01T00:00Z"
+    )
+    server_add(name="web", transport="http", url="http://127.0.0.1:9/mcp")  # never listed: not checked
+    text = (
+        "---\nmcp:\n  - tracker\n  - server: web\n    tools: [search]\n"
+        "approve: [tracker__add_coment, 'tracker__add_comment:*urgent*', tracker__search_issues, web__anything]\n"
+        "---\nTriage.\n"
+    )
+    spec = parse_recipe(text, path="triage.md", kind="task", name="triage")
+    warned = [w for w in check_report(spec, recipe_args=[], user_id=None).warnings if w.startswith("approve")]
+    assert warned == [
+        "approve: 'tracker__add_coment' names no tool of MCP server tracker (add_comment, search_issues), "
+        "so it never holds anything"
+    ]
+    narrowed = parse_recipe(
+        "---\nmcp:\n  - server: tracker\n    tools: [search_issues]\napprove: [tracker__add_comment]\n---\nT.\n",
+        path="n.md",
+        kind="task",
+        name="n",
+    )
+    warned = [w for w in check_report(narrowed, recipe_args=[], user_id=None).warnings if w.startswith("approve")]
+    assert warned == [
+        "approve: 'tracker__add_comment' names no tool of MCP server tracker this recipe is offered "
+        "(search_issues), so it never holds anything"
+    ]
+
+
+@pytest.mark.django_db
+def test_the_server_page_shows_input_schemas_as_json():
+    from tests.runs.test_view_runs import client_for, user_with
+
+    tracker = server_add(name="tracker", transport="stdio", command=stdio_command("tracker"))
+    schema = {"type": "object", "properties": {"query": {"type": "string", "default": None}}, "required": ["query"]}
+    ToolServer.objects.filter(pk=tracker.pk).update(
+        tools=[{"name": "search_issues", "description": "Search.", "input_schema": schema}],
+        listed_at="2026-01-01T00:00Z",
+    )
+    page = client_for(user_with("admin")).get(f"/mcp-servers/{tracker.pk}/").content.decode()
+    assert "&quot;type&quot;: &quot;object&quot;" in page and "&quot;default&quot;: null" in page
+    assert "&#x27;type&#x27;" not in page and "None" not in page

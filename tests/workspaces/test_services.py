@@ -81,7 +81,10 @@ def test_it_refuses_a_workdir_the_repository_does_not_have(start_fix, code_repo)
     write_recipe(code_repo, workdir="nowhere", name="lost")
     git(code_repo, "add", "-A")
     git(code_repo, "commit", "-q", "-m", "lost")
-    with pytest.raises(services.RunRefused, match=r"workdir 'nowhere' is no folder of .* \(main\)"):
+    # refused as `check` refuses it (every way to start does), at the recipe's line
+    with pytest.raises(
+        services.RunRefused, match="lost.md:2 workdir: expected .* a folder of the repository, got 'nowhere'"
+    ):
         start_fix("lost")
     assert not Run.objects.exists()
 
