@@ -118,6 +118,7 @@ def sandbox_config() -> SandboxConfig:
         enabled=settings.RYSH_SANDBOX == "on",
         memory_mb=settings.RYSH_SANDBOX_MEMORY_MB,
         processes=settings.RYSH_SANDBOX_PROCESSES,
+        workspace_mb=settings.RYSH_WORKSPACE_MAX_MB,
         path=settings.RYSH_SANDBOX_PATH,
         hidden=tuple(dict.fromkeys(str(Path(p).resolve()) for p in hidden)),
         bwrap=settings.RYSH_SANDBOX_BWRAP,
