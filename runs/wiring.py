@@ -105,10 +105,14 @@ def _cancel_requested(run_id: int) -> bool:
     return Run.objects.filter(pk=run_id, control=Control.CANCEL).exists()
 
 
-def sandbox_config() -> SandboxConfig:
-    """The sandbox as the settings say: what it hides (the data folder with the database, the
-    secret key and other runs' copies; results; the worker's home) and its limits."""
-    hidden = [settings.DATA_DIR, settings.RYSH_RESULTS_DIR, settings.RYSH_SNAPSHOTS_DIR, settings.RYSH_WORKSPACES_DIR]
+def sandbox_config(*, project: bool = True) -> SandboxConfig:
+    """The sandbox as the settings say: what it hides (the dashboard's own folder with its
+    `.env` and settings — `project` —, the data folder with the database, the secret key and
+    other runs' copies; results; the worker's home) and its limits. What a command needs from a
+    hidden folder is bound back by the caller: the run's copy, its repository's cache, the
+    worker's own Python for the setup's forwarder (agents.sandbox.interpreter_binds)."""
+    hidden = [settings.BASE_DIR] if project else []
+    hidden += [settings.DATA_DIR, settings.RYSH_RESULTS_DIR, settings.RYSH_SNAPSHOTS_DIR, settings.RYSH_WORKSPACES_DIR]
     hidden.append(settings.RYSH_CACHES_DIR)  # a run's own repository's cache is bound back in
     hidden += [Path(p) for p in settings.RYSH_SANDBOX_HIDE]
     home = Path.home()
@@ -215,8 +219,10 @@ def mcp_tools(run: Run, spec: RecipeSpec, inner: ToolsPort) -> McpTools:
 
 
 def mcp_sandbox_wrap() -> tuple[str, ...]:
-    """The bubblewrap prefix for a sandboxed stdio server, or () when the sandbox is off."""
-    config = sandbox_config()
+    """The bubblewrap prefix for a sandboxed stdio server, or () when the sandbox is off. The
+    project folder stays visible to it: the bare prefix binds back only the worker's Python,
+    not a server's own files that may live there (a server installed in the project)."""
+    config = sandbox_config(project=False)
     return server_wrap(config) if config.enabled else ()
 
 
