@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agents import cgroups
+from agents import cgroups, sandbox
 from agents.sandbox import CommandResult, Sandbox, SandboxConfig, server_wrap
 
 MB = 1024 * 1024
@@ -176,3 +176,18 @@ def test_past_its_limit_the_copy_may_shrink_but_not_grow(copy):
     assert grown.killed is not None and more.killed is not None  # the copy stays past it, and grows
     assert (removed.killed, removed.stdout) == (None, "removed\n")
     assert (after.killed, after.stdout) == (None, "")
+
+
+def test_a_bubblewrap_without_size_is_said_to_be_too_old(tmp_path):
+    """The folders' sizes need bwrap's --size (0.5.0, 2021): an older one is not a sandbox."""
+    old = tmp_path / "bwrap"
+    old.write_text(
+        '#!/bin/sh\nfor a; do [ "$a" = --size ] && { echo "bwrap: Unknown option --size" >&2; exit 1; }; done\n'
+        'exec bwrap "$@"\n'
+    )
+    old.chmod(0o755)
+
+    problem = sandbox.sandbox_problem(SandboxConfig(bwrap=str(old)))
+
+    assert problem is not None and "is too old: it has no --size (0.5.0 or later has" in problem
+    assert "RYSH_SANDBOX=off" in problem
