@@ -294,10 +294,14 @@ def _execute(argv, config, timeout, watch: _Watch, poll, cgroup, **popen) -> Com
     streams = {proc.stdout: _Kept(config.keep_bytes), proc.stderr: _Kept(config.keep_bytes)}
     try:
         killed = _collect(proc, streams, config, started + timeout, timeout, watch, poll, cgroup)
+    except BaseException:
+        _end(proc, config, cgroup, session=True)  # whatever is left
+        raise
     finally:
-        _end(proc, config, cgroup)  # whatever is left: an exception above, or background children unsandboxed
+        _kill_group(proc)  # what was started between the end and now
         proc.wait()
-        _end(proc, config, cgroup)
+        if cgroup:
+            cgroup.kill_all()
         for pipe in streams:
             pipe.close()
     killed = killed or watch.after_end()
@@ -330,10 +334,10 @@ def _collect(proc, streams, config, deadline, timeout, watch, poll, cgroup) -> s
                 killed = _why_kill(now, deadline, timeout, next_poll, watch, streams, config)
                 next_poll = now + poll if now >= next_poll else next_poll
                 if killed:
-                    _end(proc, config, cgroup)
+                    _end(proc, config, cgroup, session=False)
             if drain_until is None and proc.poll() is not None:
                 # It ended; its pipes close unless something it started (unsandboxed) holds them.
-                _end(proc, config, cgroup)
+                _end(proc, config, cgroup, session=True)
                 drain_until = now + DRAIN_SECONDS
             if drain_until is not None and (now >= drain_until or not selector.get_map()):
                 return killed
@@ -341,11 +345,12 @@ def _collect(proc, streams, config, deadline, timeout, watch, poll, cgroup) -> s
             _wait_for_output(proc, selector, streams, max(0.0, wait))
 
 
-def _end(proc: subprocess.Popen, config: SandboxConfig, cgroup: Cgroup | None) -> None:
+def _end(proc: subprocess.Popen, config: SandboxConfig, cgroup: Cgroup | None, *, session: bool) -> None:
     """Kill what is left of the command: its process group, without the sandbox its session
-    too (a job in a group of its own, `set -m`), and everything in its cgroup."""
+    too (a job in a group of its own, `set -m`; once it ended: a look through every process),
+    and everything in its cgroup."""
     _kill_group(proc)
-    if not config.enabled:
+    if session and not config.enabled:
         _kill_session(proc.pid)
     if cgroup:
         cgroup.kill_all()
@@ -486,7 +491,8 @@ def _processes() -> list[int]:
 def _live_in_session(pid: int, session: int) -> bool:
     """pid is in that session and not dead already (a zombie waits for its parent)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            stat = file.read()
     except OSError:
         return False  # gone meanwhile
     # after the command's name, which may hold spaces and parentheses: state ppid pgrp session
