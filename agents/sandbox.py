@@ -1,4 +1,4 @@
-"""Every shell command of a coding agent runs here: in a bubblewrap sandbox (SPEC §11).
+"""Every shell command of a coding agent runs here: in a bubblewrap sandbox (docs/coding-loops.md).
 
 Inside, the working copy is the only writable place the host lends (a setup's dependency caches
 aside, docs/coding-loops.md): the rest of the file system is

@@ -407,7 +407,7 @@ RYSH_SCHEDULE_MAX_FAILURES = envint("RYSH_SCHEDULE_MAX_FAILURES", 5, minimum=1)
 # counts them); empty: a recipe's own schedule runs for whoever approved its last change request
 RYSH_SCHEDULE_OWNER = envstr("RYSH_SCHEDULE_OWNER", "")
 
-# coding loops (SPEC §11): each `workdir:` run works in its own copy of the recipes repository
+# coding loops (docs/coding-loops.md): each `workdir:` run works in its own copy of the recipes repository
 RYSH_WORKSPACES_DIR = Path(envstr("RYSH_WORKSPACES_DIR", str(DATA_DIR / "workspaces"))).resolve()
 # copies of finished runs nobody kept are removed this many days after the run ended (0: never)
 RYSH_WORKSPACE_KEEP_DAYS = envint("RYSH_WORKSPACE_KEEP_DAYS", 14, minimum=0)

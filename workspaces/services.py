@@ -1,4 +1,4 @@
-"""Working copies (SPEC §11): armed with a run, made by the worker, measured at every pass's
+"""Working copies (docs/coding-loops.md): armed with a run, made by the worker, measured at every pass's
 end, kept or discarded by a person, removed after RYSH_WORKSPACE_KEEP_DAYS.
 
 Writes only; the run page's reads are in selectors.py. Git itself is in copies.py.

@@ -1,4 +1,4 @@
-"""agents.sandbox: every shell command of a coding agent runs in a bubblewrap sandbox (SPEC §11).
+"""agents.sandbox: every shell command of a coding agent runs in a bubblewrap sandbox (docs/coding-loops.md).
 
 Real bwrap, real processes, real sockets: each test proves a wall by trying to get through it,
 and, where a wall could be missing without the test noticing, by showing that the same attempt

@@ -1,4 +1,4 @@
-"""Issue 21's whole story on the real anthropic SDK against the fake Messages server: a
+"""A coding loop's whole story on the real anthropic SDK against the fake Messages server: a
 rysh-style coding recipe (`workdir: "."`, a failing test, "repeat until green") runs
 unattended to `fulfilled`; its fix is in `auto task diff` and on the run page; the repository's
 own checkout is untouched; every escape from inside a command fails; a cancel during a long
