@@ -472,15 +472,18 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def _kill_session(leader: int) -> None:
     """Every process of the session the command leads (it was started in a new one). A process
     that starts a session of its own leaves it: only a cgroup finds that one."""
+    beyond: set[int] = {leader}  # and a member not ours to kill (a set-user-ID program)
     for _ in range(250):  # again, for what a member forked before it was killed
-        members = [pid for pid in _processes() if pid != leader and _live_in_session(pid, leader)]
+        members = [pid for pid in _processes() if pid not in beyond and _live_in_session(pid, leader)]
         if not members:
             return
         for pid in members:
             try:
                 os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+            except ProcessLookupError:
                 pass
+            except PermissionError:
+                beyond.add(pid)
         time.sleep(0.002)
 
 
