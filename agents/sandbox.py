@@ -1,4 +1,4 @@
-"""Every shell command of a coding agent runs here: in a bubblewrap sandbox (SPEC §11).
+"""Every shell command of a coding agent runs here: in a bubblewrap sandbox (docs/coding-loops.md).
 
 Inside, the working copy is the only writable place the host lends (a setup's dependency caches
 aside, docs/coding-loops.md): the rest of the file system is
@@ -7,14 +7,13 @@ folders the caller hides (the data folder, the worker's HOME) are empty tmpfs, a
 its own user, PID, IPC, UTS, cgroup and network namespaces — no network at all, only a loopback of
 its own — and no capabilities. The environment is cleared to PATH, LANG, HOME and TERM (and what the
 caller adds: a setup's proxy, the dependency caches' folders): never a key, a database URL or a
-RYSH_ setting. Limits on memory, processes and file size are set by a small sh wrapper inside the
-sandbox (not a preexec_fn: the worker has threads), output is capped, and a timeout or a cancel
+RYSH_ setting. Limits on memory, processes and file size per process are set by a small sh
+wrapper inside the sandbox (not a preexec_fn: the worker has threads); the folders in memory
+(/tmp, /dev/shm, /run) each have a size; a cgroup per command (agents/cgroups.py, where the
+worker can make one) bounds its processes and its memory all together, files in memory
+included; the working copy is watched as it grows; output is capped; and a timeout or a cancel
 kills bwrap's whole process group; with its PID namespace gone, nothing the command started
-survives it.
-
-Why a pids cgroup as root: the kernel never applies RLIMIT_NPROC to uid 0 (and root inside the
-sandbox's user namespace is uid 0 outside), so a worker running as root gets its process limit
-from a pids cgroup per command where the cgroup file system lets it make one.
+survives it. Without the sandbox, the command's whole session and its cgroup are killed.
 
 Pure: the standard library only; the caller passes the settings in a SandboxConfig.
 """
@@ -22,10 +21,8 @@ Pure: the standard library only; the caller passes the settings in a SandboxConf
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import os
-import re
 import resource
 import selectors
 import shutil
@@ -38,6 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.cgroups import Cgroup, command_cgroup, server_joining
+
 log = logging.getLogger(__name__)
 
 HOME = "/tmp/home"
@@ -47,15 +46,23 @@ CHUNK = 64 * 1024
 DRAIN_SECONDS = 1.0  # after the command ended, how long an escaped holder of its pipes may keep them
 PROBE_SECONDS = 10.0
 MB = 1024 * 1024
+# of a command's memory (memory_mb), what each folder in memory may hold: /tmp (HOME in it) half,
+# /dev/shm a quarter, /run a sixteenth; a hidden folder is read-only, with only mount points in it
+TMP_SHARE, SHM_SHARE, RUN_SHARE = 2, 4, 16
+HIDDEN_BYTES = MB
+WATCH_SPACING = 4  # a measurement of the working copy waits four times as long as the last took
 HINT_OFF = "or, knowing that commands then run unconfined, an admin may set RYSH_SANDBOX=off"
 
 
 @dataclass(frozen=True)
 class SandboxConfig:
     enabled: bool = True  # False: an admin set RYSH_SANDBOX=off; commands run as plain subprocesses
-    memory_mb: int = 4096  # address space per process (ulimit -v)
-    processes: int = 512  # processes (ulimit -u; a pids cgroup when the worker is root)
+    # a command's memory: all its processes and its files in memory together (a memory cgroup,
+    # where one can be made), each process's address space (ulimit -v), and the folders' sizes
+    memory_mb: int = 4096
+    processes: int = 512  # processes (ulimit -u, and a pids cgroup where one can be made)
     file_size_mb: int = 1024  # largest file a command may write (ulimit -f)
+    workspace_mb: int | None = 2048  # the working copy on disk: past this the command is ended
     output_bytes: int = 100 * MB  # stdout + stderr past this: the command is killed
     keep_bytes: int = 32 * 1024  # of each stream, the first and the last keep_bytes are kept
     path: str = "/usr/local/bin:/usr/bin:/bin"
@@ -104,8 +111,7 @@ def sandbox_problem(config: SandboxConfig) -> str | None:
             f"bubblewrap is not installed ({config.bwrap!r} not found): install it "
             f"(apt-get install bubblewrap; `make install` does), {HINT_OFF}"
         )
-    argv = [executable, *_ISOLATION, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--tmpfs", "/run", "--tmpfs", "/tmp", "--clearenv", "--", "true"]
+    argv = [executable, *_ISOLATION, "--ro-bind", "/", "/", *_memory_folders(config), "--clearenv", "--", "true"]
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_SECONDS, env={})
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -113,6 +119,8 @@ def sandbox_problem(config: SandboxConfig) -> str | None:
     if done.returncode == 0:
         return None
     said = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
+    if "--size" in said:
+        return f"bubblewrap ({executable}) is too old: it has no --size (0.5.0 or later has; `bwrap --version`); {HINT_OFF}"
     return (
         f"bubblewrap cannot make a sandbox here: {said}. It needs user namespaces: "
         "sysctl kernel.unprivileged_userns_clone=1 (Debian), "
@@ -146,6 +154,7 @@ class Sandbox:
         self.readonly = [(Path(source).resolve(), self._inside(destination)) for source, destination in readonly]
         self.writable = [(Path(source).resolve(), self._inside(destination)) for source, destination in writable]
         self.environment = dict(environment or {})
+        self.copy_size = _CopySize(self.root, config.workspace_mb)
 
     def _inside(self, destination: str | Path) -> Path:
         """A destination under root as given keeps its place under root's real path."""
@@ -165,13 +174,14 @@ class Sandbox:
         folder = self._folder(cwd)
         if self.config.enabled and (problem := sandbox_problem(self.config)):
             raise SandboxUnavailable(problem)
-        with _pids_cgroup(self.config.processes) as cgroup:
+        with command_cgroup(self.config.processes, self.config.memory_mb) as cgroup:
+            watch = _Watch(self.config, cancelled, cgroup, self.copy_size)
             if self.config.enabled:
-                return self._run_sandboxed(command, folder, timeout, cancelled, poll, cgroup)
+                return self._run_sandboxed(command, folder, timeout, watch, poll, cgroup)
             with tempfile.TemporaryDirectory(prefix="rysh-home-", ignore_cleanup_errors=True) as home:
                 env = _environment(self.config, home) | self.environment
                 argv = _joining(cgroup, ["/bin/sh", "-c", _limits(self.config), *_shell(self.config, command)])
-                return _execute(argv, self.config, timeout, cancelled, poll, cgroup, cwd=folder, env=env)
+                return _execute(argv, self.config, timeout, watch, poll, cgroup, cwd=folder, env=env)
 
     def _folder(self, cwd: str | Path) -> Path:
         folder = (self.given_root / cwd).resolve()
@@ -181,11 +191,11 @@ class Sandbox:
             raise ValueError(f"the command's folder {cwd} is not a folder of the working copy")
         return folder
 
-    def _run_sandboxed(self, command, folder, timeout, cancelled, poll, cgroup) -> CommandResult:
+    def _run_sandboxed(self, command, folder, timeout, watch, poll, cgroup) -> CommandResult:
         status_read, status_write = os.pipe()
         try:
             argv = _joining(cgroup, self._bwrap_argv(command, folder, status_write))
-            result = _execute(argv, self.config, timeout, cancelled, poll, cgroup, pass_fds=(status_write,), env={})
+            result = _execute(argv, self.config, timeout, watch, poll, cgroup, pass_fds=(status_write,), env={})
         except OSError as error:
             raise SandboxUnavailable(f"bubblewrap could not start: {error}; {HINT_OFF}") from error
         finally:
@@ -200,18 +210,15 @@ class Sandbox:
     def _bwrap_argv(self, command: str, folder: Path, status_fd: int) -> list[str]:
         config = self.config
         argv = [shutil.which(config.bwrap) or config.bwrap, *_ISOLATION, "--json-status-fd", str(status_fd)]
-        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        argv += ["--tmpfs", "/run", "--tmpfs", "/tmp", "--dir", HOME]
+        argv += ["--ro-bind", "/", "/", *_memory_folders(config), "--dir", HOME]
         hidden = _existing_folders(config.hidden)
-        for folder_hidden in hidden:
-            argv += ["--tmpfs", str(folder_hidden)]
+        argv += _hiding(hidden)
         argv += ["--bind", str(self.root), str(self.root)]
         for source, destination in self.writable:
             argv += ["--bind", str(source), str(destination)]
         for source, destination in self.readonly:
             argv += ["--ro-bind", str(source), str(destination)]
-        for folder_hidden in hidden:  # after the binds, which may need mount points inside them
-            argv += ["--remount-ro", str(folder_hidden)]
+        argv += _read_only_after_binds(hidden)
         argv += ["--clearenv"]
         for name, value in (_environment(config, HOME) | self.environment).items():
             argv += ["--setenv", name, value]
@@ -220,8 +227,33 @@ class Sandbox:
 
 
 def _existing_folders(paths: Sequence[str]) -> list[Path]:
-    """Hidden folders that exist (bwrap cannot mount over a missing one in a read-only tree)."""
-    return [Path(path).resolve() for path in paths if Path(path).resolve().is_dir()]
+    """Hidden folders that exist (bwrap cannot mount over a missing one in a read-only tree),
+    outer ones first: a folder hidden inside another (the data folder in the project's) is
+    mounted over in the one that hides it."""
+    found = [Path(path).resolve() for path in paths if Path(path).resolve().is_dir()]
+    return sorted(dict.fromkeys(found), key=lambda path: len(path.parts))
+
+
+def _memory_folders(config: SandboxConfig) -> list[str]:
+    """/dev (bwrap's own, with /dev/shm a sized tmpfs of its own), /proc, /run and /tmp: every
+    folder in memory a program can write has a size, their sum within the command's memory."""
+    memory = config.memory_mb * MB
+    argv = ["--dev", "/dev", *_tmpfs("/dev/shm", memory // SHM_SHARE), "--proc", "/proc"]
+    return argv + [*_tmpfs("/run", memory // RUN_SHARE), *_tmpfs("/tmp", memory // TMP_SHARE)]
+
+
+def _tmpfs(folder: str | Path, size: int) -> list[str]:
+    return ["--size", str(size), "--tmpfs", str(folder)]
+
+
+def _hiding(hidden: Sequence[Path]) -> list[str]:
+    return [word for folder in hidden for word in _tmpfs(folder, HIDDEN_BYTES)]
+
+
+def _read_only_after_binds(hidden: Sequence[Path]) -> list[str]:
+    """After the binds, which may need mount points made inside them: the hidden folders, and
+    /dev itself (its tmpfs has no size bwrap can set; its devices and /dev/shm stay usable)."""
+    return [word for folder in [*hidden, Path("/dev")] for word in ("--remount-ro", str(folder))]
 
 
 def _environment(config: SandboxConfig, home: str) -> dict[str, str]:
@@ -253,7 +285,7 @@ def _within_hard(limit: int, wanted: int) -> int:
     return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
 
 
-def _execute(argv, config, timeout, cancelled, poll, cgroup, **popen) -> CommandResult:
+def _execute(argv, config, timeout, watch: _Watch, poll, cgroup, **popen) -> CommandResult:
     """Start argv leading its own process group, collect its output, kill the group when needed."""
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -261,14 +293,18 @@ def _execute(argv, config, timeout, cancelled, poll, cgroup, **popen) -> Command
     )
     streams = {proc.stdout: _Kept(config.keep_bytes), proc.stderr: _Kept(config.keep_bytes)}
     try:
-        killed = _collect(proc, streams, config, started + timeout, timeout, cancelled, poll, cgroup)
+        killed = _collect(proc, streams, config, started + timeout, timeout, watch, poll, cgroup)
+    except BaseException:
+        _end(proc, config, cgroup, session=True)  # whatever is left
+        raise
     finally:
-        _kill_group(proc)  # whatever is left: an exception above, or background children unsandboxed
+        _kill_group(proc)  # what was started between the end and now
         proc.wait()
         if cgroup:
             cgroup.kill_all()
         for pipe in streams:
             pipe.close()
+    killed = killed or watch.after_end()
     out, err = streams.values()
     status = None if killed else (proc.returncode if proc.returncode >= 0 else 128 - proc.returncode)
     return CommandResult(
@@ -283,7 +319,7 @@ def _execute(argv, config, timeout, cancelled, poll, cgroup, **popen) -> Command
     )
 
 
-def _collect(proc, streams, config, deadline, timeout, cancelled, poll, cgroup) -> str | None:
+def _collect(proc, streams, config, deadline, timeout, watch, poll, cgroup) -> str | None:
     """Read both streams until the command has ended and they closed; return why the command was
     killed, or None."""
     selector = selectors.DefaultSelector()
@@ -295,20 +331,29 @@ def _collect(proc, streams, config, deadline, timeout, cancelled, poll, cgroup) 
         while True:
             now = time.monotonic()
             if killed is None:
-                killed = _why_kill(now, deadline, timeout, next_poll, cancelled, streams, config)
+                killed = _why_kill(now, deadline, timeout, next_poll, watch, streams, config)
                 next_poll = now + poll if now >= next_poll else next_poll
                 if killed:
-                    _kill_group(proc)
+                    _end(proc, config, cgroup, session=False)
             if drain_until is None and proc.poll() is not None:
                 # It ended; its pipes close unless something it started (unsandboxed) holds them.
-                _kill_group(proc)
-                if cgroup:
-                    cgroup.kill_all()
+                _end(proc, config, cgroup, session=True)
                 drain_until = now + DRAIN_SECONDS
             if drain_until is not None and (now >= drain_until or not selector.get_map()):
                 return killed
             wait = poll if killed else min(poll, next_poll - now, deadline - now)
             _wait_for_output(proc, selector, streams, max(0.0, wait))
+
+
+def _end(proc: subprocess.Popen, config: SandboxConfig, cgroup: Cgroup | None, *, session: bool) -> None:
+    """Kill what is left of the command: its process group, without the sandbox its session
+    too (a job in a group of its own, `set -m`; once it ended: a look through every process),
+    and everything in its cgroup."""
+    _kill_group(proc)
+    if session and not config.enabled:
+        _kill_session(proc.pid)
+    if cgroup:
+        cgroup.kill_all()
 
 
 def _wait_for_output(proc, selector, streams, wait: float) -> None:
@@ -322,14 +367,88 @@ def _wait_for_output(proc, selector, streams, wait: float) -> None:
         _read_into(key.fileobj, streams[key.fileobj], selector)
 
 
-def _why_kill(now, deadline, timeout, next_poll, cancelled, streams, config) -> str | None:
+def _why_kill(now, deadline, timeout, next_poll, watch: _Watch, streams, config) -> str | None:
     if now >= deadline:
         return f"timed out after {_duration(timeout)}"
     if sum(kept.total for kept in streams.values()) > config.output_bytes:
         return f"output limit ({_size(config.output_bytes)}) passed"
     if now >= next_poll:
-        return cancelled() or None
+        return watch.tick(now)
     return None
+
+
+class _Watch:
+    """What a command is checked for at every poll tick: a cancel, a process the kernel killed
+    for passing the command's memory, a working copy grown past its size."""
+
+    def __init__(
+        self, config: SandboxConfig, cancelled: Callable[[], str | None], cgroup: Cgroup | None, copy: _CopySize
+    ):
+        self.config, self.cancelled, self.cgroup, self.copy = config, cancelled, cgroup, copy
+
+    def tick(self, now: float) -> str | None:
+        return self.cancelled() or self._memory() or self.copy.past(now)
+
+    def after_end(self) -> str | None:
+        """A command that ended before a tick saw it: its OOM kill, its copy past the size."""
+        return self._memory() or self.copy.past(time.monotonic())
+
+    def _memory(self) -> str | None:
+        if self.cgroup is None or not self.cgroup.oom_kills():
+            return None
+        return (
+            f"memory limit passed: the command's processes and its files in /tmp and /dev/shm may use "
+            f"{self.config.memory_mb} MB together (RYSH_SANDBOX_MEMORY_MB)"
+        )
+
+
+class _CopySize:
+    """The working copy's size on disk against RYSH_WORKSPACE_MAX_MB, measured at a poll tick
+    and when a command ends; after a slow measurement (a large tree) the next waits
+    WATCH_SPACING times as long, across the commands of one sandbox. Past the limit, a copy
+    that grew since it was last measured ends the command; one that shrank does not (the
+    command that removes what is not needed must run)."""
+
+    def __init__(self, root: Path, limit_mb: int | None):
+        self.root, self.limit_mb, self.next_at = root, limit_mb, 0.0
+        self.last: int | None = None
+
+    def past(self, now: float) -> str | None:
+        if self.limit_mb is None or now < self.next_at:
+            return None
+        held, before = _disk_usage(self.root), self.last
+        self.next_at = time.monotonic() + WATCH_SPACING * (time.monotonic() - now)
+        self.last = held
+        if held <= self.limit_mb * MB or (before is not None and held <= before):
+            return None
+        return (
+            f"the working copy grew past RYSH_WORKSPACE_MAX_MB ({self.limit_mb} MB): it holds {held // MB} MB; "
+            "remove what is not needed (build output, downloads) before the next command"
+        )
+
+
+def _disk_usage(root: Path) -> int:
+    """Bytes the tree under root takes on disk (a file with several links counted once; a
+    symbolic link never followed)."""
+    total, seen, folders = 0, set(), [root]
+    while folders:
+        try:
+            entries = list(os.scandir(folders.pop()))
+        except OSError:
+            continue  # removed meanwhile, or not ours to read
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_nlink > 1 and not entry.is_dir(follow_symlinks=False):
+                if (info.st_dev, info.st_ino) in seen:
+                    continue
+                seen.add((info.st_dev, info.st_ino))
+            total += info.st_blocks * 512
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(Path(entry.path))
+    return total
 
 
 def _read_into(pipe, kept: _Kept, selector: selectors.BaseSelector) -> None:
@@ -348,6 +467,40 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass  # the group is gone already
+
+
+def _kill_session(leader: int) -> None:
+    """Every process of the session the command leads (it was started in a new one). A process
+    that starts a session of its own leaves it: only a cgroup finds that one."""
+    beyond: set[int] = {leader}  # and a member not ours to kill (a set-user-ID program)
+    for _ in range(250):  # again, for what a member forked before it was killed
+        members = [pid for pid in _processes() if pid not in beyond and _live_in_session(pid, leader)]
+        if not members:
+            return
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                beyond.add(pid)
+        time.sleep(0.002)
+
+
+def _processes() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _live_in_session(pid: int, session: int) -> bool:
+    """pid is in that session and not dead already (a zombie waits for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            stat = file.read()
+    except OSError:
+        return False  # gone meanwhile
+    # after the command's name, which may hold spaces and parentheses: state ppid pgrp session
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return len(fields) > 3 and fields[0] not in (b"Z", b"X") and fields[3] == str(session).encode()
 
 
 def _read_all(fd: int) -> str:
@@ -397,156 +550,36 @@ def _size(count: int) -> str:
     return f"{count} bytes"
 
 
-# -- the process limit of a root worker ----------------------------------------------------------
-
-_serial = itertools.count()
-CGROUP_PREFIX = "rysh-sandbox-"
-
-
-class _PidsCgroup:
-    """A pids cgroup of its own for one command (made only when the worker runs as root)."""
-
-    def __init__(self, parent: Path, processes: int):
-        self.path = parent / f"{CGROUP_PREFIX}{os.getpid()}-{next(_serial)}"
-        self.path.mkdir()
-        try:
-            # the sh that joins the cgroup and bwrap's monitor count too
-            (self.path / "pids.max").write_text(f"{processes + 2}\n")
-        except OSError:
-            self.path.rmdir()
-            raise
-
-    def kill_all(self) -> None:
-        for _ in range(250):  # half a second for the killed to leave
-            pids = [int(pid) for pid in (self.path / "cgroup.procs").read_text().split()]
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.002)
-
-    def remove(self) -> None:
-        for _ in range(100):  # the kernel empties it a moment after the last process is reaped
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.01)
-        log.warning("could not remove the pids cgroup %s", self.path)
-
-
-class _pids_cgroup:
-    """with _pids_cgroup(n) as cgroup: a _PidsCgroup, or None when the worker is not root (its
-    ulimit -u holds) or no pids cgroup can be made (then a root worker has no process limit)."""
-
-    def __init__(self, processes: int):
-        self.processes, self.cgroup = processes, None
-
-    def __enter__(self) -> _PidsCgroup | None:
-        parent = _pids_parent()
-        if parent is not None:
-            try:
-                self.cgroup = _PidsCgroup(parent, self.processes)
-            except OSError as error:
-                log.warning(
-                    "no pids cgroup under %s (%s): this root worker's commands have no process limit", parent, error
-                )
-        return self.cgroup
-
-    def __exit__(self, *exc) -> None:
-        if self.cgroup:
-            self.cgroup.kill_all()
-            self.cgroup.remove()
-
-
-def _joining(cgroup: _PidsCgroup | None, argv: list[str]) -> list[str]:
-    """argv started inside the cgroup before it can fork (an sh that joins it, then execs)."""
-    if cgroup is None:
-        return argv
-    return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup.path / "cgroup.procs"), *argv]
-
-
-@functools.cache
-def _pids_parent() -> Path | None:
-    """This process's cgroup in a hierarchy with the pids controller, when the worker is root and
-    may make children there; stale children of dead workers are removed on the way."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        parent = _find_pids_parent(Path("/proc/self/mountinfo").read_text(), Path("/proc/self/cgroup").read_text())
-    except OSError:
-        parent = None
-    if parent is None or not os.access(parent, os.W_OK):
-        log.warning("no pids cgroup to use: commands of this root worker have no process limit")
-        return None
-    _remove_stale(parent)
-    return parent
-
-
-def _find_pids_parent(mountinfo: str, own: str) -> Path | None:
-    memberships = {}
-    for line in own.splitlines():
-        _, controllers, path = line.split(":", 2)
-        for controller in controllers.split(",") if controllers else ["<v2>"]:
-            memberships[controller] = path
-    for line in mountinfo.splitlines():
-        fields, _, tail = line.partition(" - ")
-        mount_root, mount_point = fields.split()[3:5]
-        fstype, _, options = tail.split()[:3]
-        if fstype == "cgroup" and "pids" in options.split(",") and "pids" in memberships:
-            return _under(mount_point, mount_root, memberships["pids"])
-        if fstype == "cgroup2" and "<v2>" in memberships:
-            folder = _under(mount_point, mount_root, memberships["<v2>"])
-            if "pids" in (folder / "cgroup.controllers").read_text().split() and _pids_enabled(folder):
-                return folder
-    return None
-
-
-def _under(mount_point: str, mount_root: str, path: str) -> Path:
-    return Path(mount_point) / os.path.relpath(path, mount_root)
-
-
-def _pids_enabled(folder: Path) -> bool:
-    """cgroup v2 gives children pids.max only when the parent enables the controller for them."""
-    if "pids" in (folder / "cgroup.subtree_control").read_text().split():
-        return True
-    try:
-        (folder / "cgroup.subtree_control").write_text("+pids\n")
-        return True
-    except OSError:
-        return False
-
-
-def _remove_stale(parent: Path) -> None:
-    for folder in parent.glob(f"{CGROUP_PREFIX}*"):
-        match = re.fullmatch(rf"{CGROUP_PREFIX}(\d+)-\d+", folder.name)
-        if match and not Path(f"/proc/{match[1]}").exists():
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
+def _joining(cgroup: Cgroup | None, argv: list[str]) -> list[str]:
+    """argv started inside the command's cgroup, when it has one."""
+    return argv if cgroup is None else cgroup.joining(argv)
 
 
 def server_wrap(config: SandboxConfig) -> tuple[str, ...]:
     """The prefix that runs a long-lived program (a stdio MCP server) in the sandbox: the same
     isolation as a command (no network, no capabilities, its own session, gone with its
-    parent), the file system read-only with the data folders hidden, a private /tmp. Its
-    environment is the caller's business (agents.mcp_client clears it with `env -i`)."""
-    argv = [shutil.which(config.bwrap) or config.bwrap, *_ISOLATION]
-    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run", "--tmpfs", "/tmp"]
+    parent), the file system read-only with the data folders hidden, a private /tmp; and the
+    same bounds on what it keeps in memory: the folders' sizes, and its processes and memory
+    together in a cgroup of its own where one can be made (not the address space per process: a
+    JVM or Node server reserves far more than it uses). Its environment is the caller's business
+    (agents.mcp_client clears it)."""
+    argv = [*server_joining(config.processes, config.memory_mb), shutil.which(config.bwrap) or config.bwrap]
+    argv += [*_ISOLATION, "--ro-bind", "/", "/", *_memory_folders(config)]
     hidden = _existing_folders(config.hidden)
-    for folder in hidden:
-        argv += ["--tmpfs", str(folder)]
+    argv += _hiding(hidden)
     for interpreter in _interpreter_in(hidden):  # read-only, after the tmpfs it sits under
         argv += ["--ro-bind", str(interpreter), str(interpreter)]
-    for folder in hidden:
-        argv += ["--remount-ro", str(folder)]
-    return (*argv, "--chdir", "/tmp", "--")
+    argv += _read_only_after_binds(hidden)
+    return (*argv, "--chdir", "/tmp", "--", "/bin/sh", "-c", _server_limits(config), "rysh-server")
+
+
+def _server_limits(config: SandboxConfig) -> str:
+    """The sh wrapper of a server: no core files, files up to file_size_mb, then the server."""
+    file_blocks = _within_hard(resource.RLIMIT_FSIZE, config.file_size_mb * MB) // 512
+    return (
+        f"ulimit -c 0 2>/dev/null; ulimit -f {file_blocks} || "
+        '{ echo "rysh sandbox: cannot set the limits" >&2; exit 126; }; exec "$@"'
+    )
 
 
 def interpreter_binds(config: SandboxConfig) -> list[tuple[Path, Path]]:

@@ -106,9 +106,18 @@ def _cancel_requested(run_id: int) -> bool:
 
 
 def sandbox_config() -> SandboxConfig:
-    """The sandbox as the settings say: what it hides (the data folder with the database, the
-    secret key and other runs' copies; results; the worker's home) and its limits."""
-    hidden = [settings.DATA_DIR, settings.RYSH_RESULTS_DIR, settings.RYSH_SNAPSHOTS_DIR, settings.RYSH_WORKSPACES_DIR]
+    """The sandbox as the settings say: what it hides (the dashboard's own folder with its
+    `.env` and settings, the data folder with the database, the secret key and
+    other runs' copies; results; the worker's home) and its limits. What a command needs from a
+    hidden folder is bound back by the caller: the run's copy, its repository's cache, the
+    worker's own Python for the setup's forwarder (agents.sandbox.interpreter_binds)."""
+    hidden = [
+        settings.BASE_DIR,
+        settings.DATA_DIR,
+        settings.RYSH_RESULTS_DIR,
+        settings.RYSH_SNAPSHOTS_DIR,
+        settings.RYSH_WORKSPACES_DIR,
+    ]
     hidden.append(settings.RYSH_CACHES_DIR)  # a run's own repository's cache is bound back in
     hidden += [Path(p) for p in settings.RYSH_SANDBOX_HIDE]
     home = Path.home()
@@ -118,6 +127,7 @@ def sandbox_config() -> SandboxConfig:
         enabled=settings.RYSH_SANDBOX == "on",
         memory_mb=settings.RYSH_SANDBOX_MEMORY_MB,
         processes=settings.RYSH_SANDBOX_PROCESSES,
+        workspace_mb=settings.RYSH_WORKSPACE_MAX_MB,
         path=settings.RYSH_SANDBOX_PATH,
         hidden=tuple(dict.fromkeys(str(Path(p).resolve()) for p in hidden)),
         bwrap=settings.RYSH_SANDBOX_BWRAP,
@@ -214,7 +224,10 @@ def mcp_tools(run: Run, spec: RecipeSpec, inner: ToolsPort) -> McpTools:
 
 
 def mcp_sandbox_wrap() -> tuple[str, ...]:
-    """The bubblewrap prefix for a sandboxed stdio server, or () when the sandbox is off."""
+    """The bubblewrap prefix for a sandboxed stdio server, or () when the sandbox is off. The
+    project folder is hidden from it as from commands; what a server needs from a hidden folder
+    (its program, its interpreter, the files it names) is bound back when it starts
+    (agents.sandbox.server_argv)."""
     config = sandbox_config()
     return server_wrap(config) if config.enabled else ()
 

@@ -409,7 +409,7 @@ RYSH_SCHEDULE_MAX_FAILURES = envint("RYSH_SCHEDULE_MAX_FAILURES", 5, minimum=1)
 # counts them); empty: a recipe's own schedule runs for whoever approved its last change request
 RYSH_SCHEDULE_OWNER = envstr("RYSH_SCHEDULE_OWNER", "")
 
-# coding loops (SPEC §11): each `workdir:` run works in its own copy of the recipes repository
+# coding loops (docs/coding-loops.md): each `workdir:` run works in its own copy of the recipes repository
 RYSH_WORKSPACES_DIR = Path(envstr("RYSH_WORKSPACES_DIR", str(DATA_DIR / "workspaces"))).resolve()
 # copies of finished runs nobody kept are removed this many days after the run ended (0: never)
 RYSH_WORKSPACE_KEEP_DAYS = envint("RYSH_WORKSPACE_KEEP_DAYS", 14, minimum=0)
@@ -418,8 +418,12 @@ RYSH_WORKSPACE_KEEP_DAYS = envint("RYSH_WORKSPACE_KEEP_DAYS", 14, minimum=0)
 RYSH_SANDBOX = envchoice("RYSH_SANDBOX", "on", ("on", "off"))
 RYSH_SANDBOX_BWRAP = envstr("RYSH_SANDBOX_BWRAP", "bwrap")
 RYSH_COMMAND_TIMEOUT = envint("RYSH_COMMAND_TIMEOUT", 120, minimum=1)  # seconds a command may run
-RYSH_SANDBOX_MEMORY_MB = envint("RYSH_SANDBOX_MEMORY_MB", 4096, minimum=64)  # per process
+# a command's memory: its processes and its files in /tmp and /dev/shm together (a memory cgroup
+# where the worker can make one), and each process's address space
+RYSH_SANDBOX_MEMORY_MB = envint("RYSH_SANDBOX_MEMORY_MB", 4096, minimum=64)
 RYSH_SANDBOX_PROCESSES = envint("RYSH_SANDBOX_PROCESSES", 512, minimum=8)
+# a command that grows its working copy past this (on disk, MB) is ended with a tool error
+RYSH_WORKSPACE_MAX_MB = envint("RYSH_WORKSPACE_MAX_MB", 2048, minimum=16)
 # more folders the sandbox shows empty, ':'-separated (the data folder, results and the worker's
 # home are hidden always): put any folder with secrets here
 RYSH_SANDBOX_HIDE = [p for p in envstr("RYSH_SANDBOX_HIDE").split(":") if p]

@@ -13,6 +13,12 @@ A copy is a folder `home` holding two things:
 
 The copy is made with its own object store (`fetch` of the one commit, no hard links), so
 nothing done inside can reach the recipes repository's objects, branches or checkout.
+
+Submodules are never ours to follow: no call recurses into one, every diff ignores them, and a
+`.gitmodules` in the tree (which git dies on reading when it names `update = !command`) is
+never read. A git repository inside the tree — one the agent made, or a submodule it filled —
+is no part of the work: git could only record it as a link to one of its commits, which no diff
+shows and no keep carries, so every gitlink stays as the run's start commit has it.
 """
 
 from __future__ import annotations
@@ -26,8 +32,13 @@ from pathlib import Path
 
 from catalogue.repo import GIT_ENV_DROP
 
-# never a program of the tree's choosing, whatever .gitattributes says
+# never a program of the tree's choosing, whatever .gitattributes says; never a submodule's
+# config read (.gitmodules), nor a submodule followed
 _SAFE = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.external="]
+_SAFE += ["-c", "diff.ignoreSubmodules=all", "-c", "submodule.recurse=false"]
+_SAFE += ["-c", "fetch.recurseSubmodules=false", "-c", "push.recurseSubmodules=no"]
+_NO_SUBMODULES = "--ignore-submodules=all"  # else git reads .gitmodules for each one's own setting
+GITLINK = "160000"
 PATCH_LIMIT = 4 * 1024 * 1024  # characters of a diff read for a page at most
 # caches that tools leave behind when they run, and what a recipe's setup installs (a virtualenv,
 # node_modules), never the work: left out of every diff and keep (info/exclude, on top of the
@@ -180,9 +191,11 @@ def _clear_unless_folder(path: Path) -> None:
         path.unlink()
 
 
-def snapshot(copy: Copy) -> str:
+def snapshot(copy: Copy, *, base: str = "HEAD") -> str:
     """The tree as it stands now (untracked files included, .gitignore'd ones not), written
-    as a git tree object on a throwaway index: the copy's own index and HEAD are not moved."""
+    as a git tree object on a throwaway index: the copy's own index and HEAD are not moved.
+    Its gitlinks are `base`'s (the run's start commit): a repository inside the tree is no
+    part of the work."""
     with tempfile.TemporaryDirectory(prefix="rysh-index-") as tmp:
         index = Path(tmp) / "index"
         own = copy.git_dir / "index"
@@ -190,7 +203,22 @@ def snapshot(copy: Copy) -> str:
             shutil.copyfile(own, index)  # its stat cache: only changed files are read
         env = {"GIT_INDEX_FILE": str(index)}
         git(copy, "add", "-A", "--", ".", env=env)
+        _gitlinks_as_in(copy, base, env)
         return git(copy, "write-tree", env=env).strip()
+
+
+def _gitlinks_as_in(copy: Copy, base: str, env: dict) -> None:
+    """Every gitlink of the index put back as `base` has it: a new one (`git add -A` of a
+    folder holding its own .git) goes, one that moved comes back."""
+    raw = git(copy, "diff-index", "--cached", "--raw", "-z", "--no-renames", "--ignore-submodules=none", base, env=env)
+    items = raw.split("\0")
+    moved = [
+        path for meta, path in zip(items[::2], items[1::2], strict=False) if GITLINK in meta.lstrip(":").split()[:2]
+    ]
+    if moved:
+        literal = {**env, "GIT_LITERAL_PATHSPECS": "1"}
+        pathspecs = "\0".join(moved)
+        git(copy, "reset", "-q", base, "--pathspec-from-file=-", "--pathspec-file-nul", env=literal, input=pathspecs)
 
 
 def tree_of(copy: Copy, commit: str) -> str:
@@ -199,7 +227,7 @@ def tree_of(copy: Copy, commit: str) -> str:
 
 def stat(copy: Copy, old: str, new: str) -> list[FileStat]:
     """What changed between two trees (or commits): one FileStat a file, renames found."""
-    raw = git(copy, "diff", "--no-ext-diff", "--no-textconv", "-M", "--numstat", "-z", old, new)
+    raw = git(copy, "diff", "--no-ext-diff", "--no-textconv", _NO_SUBMODULES, "-M", "--numstat", "-z", old, new)
     kinds = _statuses(copy, old, new)
     found, items = [], iter(raw.split("\0"))
     for entry in items:
@@ -221,7 +249,7 @@ def stat(copy: Copy, old: str, new: str) -> list[FileStat]:
 
 
 def _statuses(copy: Copy, old: str, new: str) -> dict[str, str]:
-    raw = git(copy, "diff", "--no-ext-diff", "-M", "--name-status", "-z", old, new)
+    raw = git(copy, "diff", "--no-ext-diff", _NO_SUBMODULES, "-M", "--name-status", "-z", old, new)
     found, items = {}, iter(raw.split("\0"))
     for status in items:
         if not status:
@@ -235,17 +263,18 @@ def _statuses(copy: Copy, old: str, new: str) -> dict[str, str]:
 
 def patch(copy: Copy, old: str, new: str, *, binary: bool = False, paths: tuple[str, ...] = ()) -> str:
     """The unified diff between two trees; `binary` for a patch `git apply` can take whole."""
-    args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--full-index" if binary else "-U3"]
+    args = ["diff", "--no-ext-diff", "--no-textconv", _NO_SUBMODULES, "--no-color", "-M"]
+    args.append("--full-index" if binary else "-U3")
     if binary:
         args.append("--binary")
     return git(copy, *args, old, new, "--", *paths)
 
 
-def commit(copy: Copy, *, branch: str, message: str, name: str, email: str) -> str:
-    """Commit the tree as it stands on `branch` (its tip the parent); the copy's own index is
-    reset to it so `git status` inside shows a clean tree. Returns the commit, or the tip
-    when nothing changed since it."""
-    tree = snapshot(copy)
+def commit(copy: Copy, *, branch: str, message: str, name: str, email: str, base: str = "HEAD") -> str:
+    """Commit the tree as it stands on `branch` (its tip the parent; gitlinks as `base` has
+    them); the copy's own index is reset to it so `git status` inside shows a clean tree.
+    Returns the commit, or the tip when nothing changed since it."""
+    tree = snapshot(copy, base=base)
     tip = git(copy, "rev-parse", f"refs/heads/{branch}").strip()
     if tree == tree_of(copy, tip):
         return tip

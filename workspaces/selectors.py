@@ -67,7 +67,7 @@ def trees_for(workspace: Workspace, pass_number: int | None) -> tuple[str, str] 
     (the tree before it against the tree it ended with); None for a pass not measured."""
     copy = Copy(Path(workspace.home))
     if pass_number is None:
-        return workspace.base_commit, copies.snapshot(copy)
+        return workspace.base_commit, copies.snapshot(copy, base=workspace.base_commit)
     rows = {p.pass_number: p.tree for p in WorkspacePass.objects.filter(workspace=workspace)}
     if pass_number not in rows:
         return None

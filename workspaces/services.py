@@ -1,4 +1,4 @@
-"""Working copies (SPEC §11): armed with a run, made by the worker, measured at every pass's
+"""Working copies (docs/coding-loops.md): armed with a run, made by the worker, measured at every pass's
 end, kept or discarded by a person, removed after RYSH_WORKSPACE_KEEP_DAYS.
 
 Writes only; the run page's reads are in selectors.py. Git itself is in copies.py.
@@ -133,7 +133,7 @@ def _make(workspace: Workspace, copy: Copy) -> None:
     previous = workspace.carried_from
     if previous is not None and copy.exists:
         copies.rename_branch(copy, previous.branch, workspace.branch)
-        _activate(workspace, copies.snapshot(copy))
+        _activate(workspace, copies.snapshot(copy, base=workspace.base_commit))
         _note(
             workspace.run,
             f"working copy carried over from run #{previous.run_id} (branch {workspace.branch}); "
@@ -159,7 +159,7 @@ def workspace_measure(*, workspace: Workspace) -> bool:
     """The copy measured now, mid-pass (after a tool call that may have written): the whole
     run's stat brought up to date for the run page. True when it changed since last measured."""
     copy = Copy(Path(workspace.home))
-    tree = copies.snapshot(copy)
+    tree = copies.snapshot(copy, base=workspace.base_commit)
     if tree == workspace.tree:
         return False
     whole = [s.row() for s in copies.stat(copy, workspace.base_commit, tree)]
@@ -172,7 +172,7 @@ def workspace_pass_ended(*, workspace: Workspace, pass_number: int) -> list[dict
     """The tree the pass ended with and what it changed; the whole run's stat updated.
     Returns the whole run's stat (for the judge)."""
     copy = Copy(Path(workspace.home))
-    tree = copies.snapshot(copy)
+    tree = copies.snapshot(copy, base=workspace.base_commit)
     before = (
         WorkspacePass.objects.filter(workspace=workspace, pass_number__lt=pass_number)
         .order_by("-pass_number")
@@ -204,12 +204,13 @@ def workspace_keep(*, workspace: Workspace, user=None, branch: str | None = None
     target = _keep_target(workspace, branch)
     copy = Copy(Path(workspace.home))
     try:
-        tree = copies.snapshot(copy)
+        tree = copies.snapshot(copy, base=workspace.base_commit)
         if tree == copies.tree_of(copy, workspace.base_commit):
             raise WorkspaceRefused(
                 f"run #{run.pk}: no change in its working copy since {workspace.base_commit[:8]}: "
                 "nothing to keep, and no branch was made"
             )
+        _refuse_unshowable(workspace, copy, tree)
         sha = _commit(workspace, copy, user)
         if workspace.state == WorkspaceState.KEPT and (sha, target) == (workspace.kept_commit, workspace.kept_branch):
             return f"run #{run.pk}: already kept as {sha[:8]} on {target}; nothing changed since"
@@ -243,7 +244,21 @@ def _commit(workspace: Workspace, copy: Copy, user) -> str:
     who = getattr(user, "get_username", lambda: "")() or "rysh"
     email = getattr(user, "email", "") or f"{who}@rysh.invalid"
     message = f"{run.target}: run #{run.pk} ({run.cause or run.state_label})\n\nKept by {who} from the rysh dashboard."
-    return copies.commit(copy, branch=workspace.branch, message=message, name=who, email=email)
+    return copies.commit(
+        copy, branch=workspace.branch, message=message, name=who, email=email, base=workspace.base_commit
+    )
+
+
+def _refuse_unshowable(workspace: Workspace, copy: Copy, tree: str) -> None:
+    """Keep commits what the Changes page shows: work whose diff git cannot show (the page and
+    the judge's stat fail alike) was seen by nobody, and is not committed."""
+    try:
+        copies.stat(copy, workspace.base_commit, tree)  # reads every changed file, as the diff does
+    except CopyError as exc:
+        raise WorkspaceRefused(
+            f"run #{workspace.run_id}: not kept: its diff cannot be shown ({exc}), so nobody could see "
+            "what would be committed; nothing was committed or pushed"
+        ) from None
 
 
 def _refuse_onto_other_work(workspace: Workspace, copy: Copy, destination: Destination, sha: str, target: str):

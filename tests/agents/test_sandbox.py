@@ -1,4 +1,4 @@
-"""agents.sandbox: every shell command of a coding agent runs in a bubblewrap sandbox (SPEC §11).
+"""agents.sandbox: every shell command of a coding agent runs in a bubblewrap sandbox (docs/coding-loops.md).
 
 Real bwrap, real processes, real sockets: each test proves a wall by trying to get through it,
 and, where a wall could be missing without the test noticing, by showing that the same attempt
@@ -7,9 +7,11 @@ gets through without the sandbox."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from agents import sandbox
+from agents import cgroups, sandbox
 from agents.sandbox import CommandResult, Sandbox, SandboxConfig, SandboxUnavailable, sandbox_problem
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -285,7 +287,7 @@ def test_it_leaves_no_process_behind_that_left_the_group(copy):
         '[ "$(ps -o sid= -p $!)" -ne $$ ] && echo "left the session"'
     )
     boxes = [make(copy)]  # its PID namespace takes everything along
-    if sandbox._pids_parent():  # unsandboxed, a root worker's pids cgroup finds what left the group
+    if cgroups.places():  # unsandboxed, the command's cgroup finds what left its session
         boxes.append(make(copy, enabled=False))
 
     for box in boxes:
@@ -293,6 +295,43 @@ def test_it_leaves_no_process_behind_that_left_the_group(copy):
 
         assert result.stdout == "left the session\n"
         assert processes_with(tag) == []
+
+
+def test_unsandboxed_as_a_normal_user_nothing_in_the_commands_session_outlives_it():
+    """With the sandbox off and a worker that is not root (no cgroup of its own to make), a
+    background job in a process group of its own (`set -m`) used to outlive the command: only
+    the command's group was killed. Now its whole session is; only a process that starts a
+    session of its own (setsid) still can escape there, as the manual says."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to start a worker as another user (nobody)")
+    tag = marker()
+    folder = Path(tempfile.mkdtemp(prefix="rysh-normal-user-"))  # pytest's own folders are root's alone
+    folder.chmod(0o777)
+    worker = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", NORMAL_USER_WORKER],
+        cwd=folder,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPOSITORY), "TAG": tag, "COPY": str(folder)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    try:
+        assert worker.returncode == 0, worker.stderr
+        assert worker.stdout == "started\n"
+        assert processes_with(tag) == []
+    finally:
+        for pid in processes_with(tag):
+            os.kill(pid, 9)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+NORMAL_USER_WORKER = """
+import os
+from agents.sandbox import Sandbox, SandboxConfig
+command = f"set -m; (exec -a {os.environ['TAG']} sleep 300) & echo started"
+result = Sandbox(os.environ["COPY"], config=SandboxConfig(enabled=False)).run(command, cwd=os.environ["COPY"], timeout=20)
+print(result.stdout, end="")
+"""
 
 
 def test_it_kills_the_command_when_the_worker_is_lost(copy):
@@ -372,7 +411,7 @@ def test_it_kills_a_command_past_the_output_limit(copy):
 
 
 def test_it_bounds_the_number_of_processes(copy):
-    if os.geteuid() == 0 and sandbox._pids_parent() is None:
+    if os.geteuid() == 0 and not any("pids" in place.controllers for place in cgroups.places()):
         pytest.skip("the kernel ignores ulimit -u for root, and this root worker cannot make a pids cgroup")
     tag = marker()
     fork_100 = (

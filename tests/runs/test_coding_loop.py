@@ -1,4 +1,4 @@
-"""Issue 21's whole story on the real anthropic SDK against the fake Messages server: a
+"""A coding loop's whole story on the real anthropic SDK against the fake Messages server: a
 rysh-style coding recipe (`workdir: "."`, a failing test, "repeat until green") runs
 unattended to `fulfilled`; its fix is in `auto task diff` and on the run page; the repository's
 own checkout is untouched; every escape from inside a command fails; a cancel during a long
@@ -80,6 +80,9 @@ def test_a_rysh_coding_recipe_runs_green_unattended_and_nothing_escapes(fake_ant
             bash(f"python3 -c '{probe}' {host} {port}"),
             bash(f"python3 -c '{probe}' 127.0.0.1 5432"),
             bash("ls /run; ls /var/run/postgresql"),
+            bash(
+                f"cat {settings.BASE_DIR}/manage.py {settings.BASE_DIR}/rysh_site/settings.py; ls -A {settings.BASE_DIR}"
+            ),
             {"text": "fix", "tool_calls": [{"name": "edit", "input": {**FIX, "path": "pkg/calc.py"}}]},
             {"text": "no", "tool_calls": [{"name": "file_write", "input": {"path": "../outside.txt", "content": "x"}}]},
             bash("cd pkg && python3 -m unittest 2>&1 | tail -n 1"),
@@ -107,8 +110,10 @@ def test_a_rysh_coding_recipe_runs_green_unattended_and_nothing_escapes(fake_ant
     assert "exit status: 1" in said[3] and ("refused" in said[3] or "unreachable" in said[3])
     assert "exit status: 1" in said[4]
     assert "postgresql" not in said[5].split("exit status")[1] or "No such file" in said[5]
-    assert "outside the working copy" in said[7]
-    assert said[8].startswith("exit status: 0") and "\nOK\n" in said[8]
+    # nor the dashboard's own folder (its .env, settings, .data)
+    assert said[6].count("No such file or directory") == 2 and "<stdout>" not in said[6]  # `ls -A`: empty
+    assert "outside the working copy" in said[8]
+    assert said[9].startswith("exit status: 0") and "\nOK\n" in said[9]
     # the repository's own checkout is untouched, and it has no new branch until someone keeps
     assert git(code_repo, "status", "--porcelain") == ""
     assert git(code_repo, "branch", "--list", "rysh/*") == ""

@@ -142,3 +142,54 @@ def test_without_the_sandbox_the_tree_has_a_git_file_and_git_works_in_it(tmp_pat
     assert ".git" not in copies.git(copy, "ls-tree", "-r", "--name-only", copies.snapshot(copy))
     copies.prepare_git(copy, sandboxed=True)  # the sandbox back on: its mount point again
     assert (copy.tree / ".git").is_dir() and not any((copy.tree / ".git").iterdir())
+
+
+HOSTILE_GITMODULES = '[submodule "lib"]\n\tpath = vendor/lib\n\turl = ./vendor/lib\n\tupdate = !true\n'
+
+
+def nested_repository(folder):
+    """A git repository of its own inside the copy, with one commit (what `git add -A` would
+    record as a gitlink: a link to that commit, none of its files)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    git(folder, "init", "-q")
+    (folder / "lib.py").write_text("x = 1\n")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-q", "-m", "lib")
+
+
+def test_a_repository_inside_the_copy_and_a_hostile_gitmodules_break_no_git_call(tmp_path, source):
+    """`update = !command` in .gitmodules makes git die wherever it reads that file ("invalid
+    value for 'submodule.lib.update'"): every diff did, so the Changes page and the judge's stat
+    failed. A repository the agent made inside the copy is no part of the work: git could only
+    record it as a link to one of its commits, which no diff shows and no keep carries."""
+    repo, first = source
+    copy = copies.create(tmp_path / "ws/1", source=repo, commit=first, branch="b")
+    start = copies.tree_of(copy, first)
+    nested_repository(copy.tree / "vendor/lib")
+    (copy.tree / ".gitmodules").write_text(HOSTILE_GITMODULES)
+    (copy.tree / "pkg/calc.py").write_text("fixed\n")
+
+    tree = copies.snapshot(copy, base=first)
+
+    assert {s.path: s.status for s in copies.stat(copy, start, tree)} == {".gitmodules": "A", "pkg/calc.py": "M"}
+    patch = copies.patch(copy, start, tree, binary=True)
+    assert "+fixed" in patch and "Subproject commit" not in patch
+    sha = copies.commit(copy, branch="b", message="keep", name="Ada", email="a@b", base=first)
+    kept = copies.git(copy, "ls-tree", "-r", "--name-only", sha).split()
+    assert kept == [".gitmodules", "pkg/calc.py", "pkg/test_calc.py"]  # what the diff showed, nothing else
+
+
+def test_a_submodule_of_the_repository_stays_at_the_commit_its_start_names(tmp_path, source):
+    repo, first = source
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{first},vendor/lib")  # a submodule's link
+    (repo / ".gitmodules").write_text(HOSTILE_GITMODULES)
+    git(repo, "add", ".gitmodules")
+    git(repo, "commit", "-q", "-m", "a submodule")
+    base = git(repo, "rev-parse", "HEAD")
+    copy = copies.create(tmp_path / "ws/1", source=repo, commit=base, branch="b")
+    nested_repository(copy.tree / "vendor/lib")  # the agent fills it and commits there: it moved
+
+    tree = copies.snapshot(copy, base=base)
+
+    assert tree == copies.tree_of(copy, base)  # nothing a diff cannot show would be kept
+    assert copies.stat(copy, base, tree) == []

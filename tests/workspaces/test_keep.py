@@ -4,6 +4,7 @@ copy with no change makes no branch, and the run page's buttons follow the copy'
 
 import re
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -13,7 +14,9 @@ from tests.fake_model import FakeModel, tool
 from tests.recipes_git import git
 from tests.runs.test_view_runs import client_for, user_with
 from tests.workspaces.conftest import FIX, write_recipe
+from workspaces import copies
 from workspaces import services as ws
+from workspaces.copies import Copy
 from workspaces.models import Workspace, WorkspaceState, installation_key
 
 pytestmark = pytest.mark.django_db
@@ -147,3 +150,54 @@ def test_keep_as_from_the_page_after_a_refusal(start_fix, code_repo):
         workspace.kept_branch == f"{branch}-2" and git(code_repo, "rev-parse", f"{branch}-2") == workspace.kept_commit
     )
     assert git(code_repo, "rev-parse", branch) == theirs
+
+
+def test_keep_refuses_work_whose_diff_cannot_be_shown(start_fix, code_repo):
+    """Keep commits what the Changes page showed: when git cannot show the diff (here an object
+    of the start commit is missing), nobody saw what would be committed, and nothing is."""
+    run = fixed_run(start_fix)
+    workspace = Workspace.objects.get(run=run)
+    copy = Copy(Path(workspace.home))
+    blob = copies.git(copy, "rev-parse", f"{workspace.base_commit}:pkg/calc.py").strip()
+    (copy.git_dir / "objects" / blob[:2] / blob[2:]).unlink()
+
+    with pytest.raises(ws.WorkspaceRefused, match=f"run #{run.pk}: not kept: its diff cannot be shown"):
+        ws.workspace_keep(workspace=workspace)
+
+    assert git(code_repo, "branch", "--list", "rysh/*") == ""
+    assert copies.git(copy, "rev-parse", workspace.branch).strip() == workspace.base_commit  # nothing committed
+    assert Workspace.objects.get(run=run).state == WorkspaceState.ACTIVE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_repository_inside_the_copy_with_a_hostile_gitmodules_leaves_changes_and_keep_working(start_fix, code_repo):
+    make_nested = (
+        "mkdir -p vendor/lib && cd vendor/lib && git init -q && echo 'x = 1' > lib.py && git add -A && "
+        "git -c user.name=a -c user.email=a@b commit -q -m lib && cd ../.. && "
+        "printf '[submodule \"lib\"]\\n\\tpath = pkg/vendor/lib\\n\\tupdate = !true\\n' > ../.gitmodules"
+    )
+    model = FakeModel(
+        task=[
+            {"text": "vendor", "tools": [tool("bash", command=make_nested)]},
+            {"text": "fix", "tools": [tool("edit", **FIX)]},
+            {"text": "Done."},
+        ]
+    )
+    run = drive(start_fix(), model)
+    assert run.cause == "fulfilled", run.cause
+    workspace = Workspace.objects.get(run=run)
+    assert {row["path"] for row in workspace.stat} == {".gitmodules", "pkg/calc.py"}
+
+    page = client_for(user_with("viewer")).get(f"/runs/{run.pk}/changes/").content.decode()
+    assert "return sum(values) / len(values)" in page and "invalid value" not in page
+
+    said = ws.workspace_keep(workspace=workspace)
+    sha = Workspace.objects.get(run=run).kept_commit
+    assert f"kept as {sha[:8]}" in said
+    assert git(code_repo, "ls-tree", "-r", "--name-only", sha).splitlines() == [
+        ".gitmodules",
+        ".rysh/automations/tasks/fix.md",
+        ".rysh/automations/tasks/fix.script.yaml",
+        "pkg/calc.py",
+        "pkg/test_calc.py",
+    ]
