@@ -1,8 +1,9 @@
-"""A coding loop's `setup:` end to end on the scripted provider (run_start → worker → setup →
-pass), in the real sandbox, through the real setup proxy: a project whose tests need a package
-from a local package index installs it in setup and runs green, while the agent's commands
-after it reach nothing; a failure, a hang, a refused host and a cancel each end the run before
-any model call; the dependency cache outlives the run and is read-only to the agent."""
+"""A coding loop's `setup:` end to end (run_start → worker → setup → pass) on the scripted
+provider, and once on the real SDK against the fake server, in the real sandbox, through the
+real setup proxy: a project whose tests need a package from a local package index installs it
+in setup and runs green, while the agent's commands after it reach nothing; a failure, a hang,
+a refused host and a cancel each end the run before any model call; the dependency cache
+outlives the run and is read-only to the agent."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from runs.models import Control, LedgerEntry, Run, RunEvent, Step
 from runs.wiring import arm_run
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
+from tests.fakes.anthropic_server import fake_anthropic, judge_or  # noqa: F401 (fixture)
 from tests.recipes_git import git
 from tests.runs.test_view_runs import client_for, user_with
 from workspaces.caches import cache_for
@@ -197,6 +199,41 @@ def test_setup_installs_from_the_allowed_index_and_the_agent_runs_the_tests_gree
     events = setup_events(run)
     assert events[0].startswith("setup: 2 command(s) in app, fetching only from 127.0.0.1:")
     assert events[1].startswith("setup: `python3 -m venv .venv` exited 0 in ")
+
+
+def test_on_the_real_sdk_setup_then_the_project_s_own_tests_as_the_gate(app_repo, package_index, fake_anthropic):
+    """The whole story against the fake Anthropic server with the real SDK: setup installs the
+    dependency through the proxy, the agent runs the tests offline, and the pass counts as done
+    only because `until_command` exits 0 in the copy and the judge says YES."""
+    folder = app_repo / ".rysh/automations/tasks"
+    folder.mkdir(parents=True, exist_ok=True)
+    install = f".venv/bin/pip install --disable-pip-version-check --index-url {package_index.url} tinydep"
+    front = {
+        "workdir": "app",
+        "setup": ["python3 -m venv .venv", install],
+        "until_command": ".venv/bin/python -m unittest -q",
+        "loop": {
+            "do": {"max_iterations": 20, "budget": {"size": "1b"}},
+            "while": {"max_iterations": 2, "prompts": {"until": "the tests pass"}},
+        },
+    }
+    path = folder / "gated-deps.md"
+    path.write_text(f"---\n{yaml.safe_dump(front, sort_keys=False)}---\nMake the tests pass.\n")
+    git(app_repo, "add", "-A")
+    git(app_repo, "commit", "-q", "-m", "a gated recipe with setup")
+    queue = judge_or(fake_anthropic, "YES\nThe tests pass.")
+    queue += [bash(".venv/bin/python -m unittest -v 2>&1"), {"text": "The tests pass."}]
+    run = services.run_start(kind="task", name_or_path=str(path), args=[])
+    assert run.provider == "anthropic"
+    worker.execute(run.pk, arm_run)
+    run.refresh_from_db()
+    assert (run.state, run.cause) == ("finished", "fulfilled"), run.cause
+    assert Workspace.objects.get(run=run).setup_state == SetupState.DONE
+    only = run.passes.get()
+    assert (only.gate_status, only.verdict) == (0, "YES") and "OK" in only.gate_output
+    assert outputs(run)[0].startswith("exit status: 0") and "test_double" in outputs(run)[0]
+    # setup ran before the first model call: the first request already saw the copy set up
+    assert fake_anthropic.requests and any(p.endswith(".whl") for p in package_index.requests)
 
 
 def test_a_failing_setup_ends_the_run_before_any_model_call(app_repo):
