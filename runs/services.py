@@ -27,7 +27,7 @@ from budgets.units import format_duration, format_tokens
 from catalogue.checks import extra_issues
 from catalogue.models import Recipe, RecipeVersion
 from catalogue.plan_report import model_notes, models_for, plan_lines
-from catalogue.recipe import RecipeError, resolve_output_dir
+from catalogue.recipe import RecipeError, parse_recipe, resolve_output_dir
 from catalogue.selectors import results_folder_owner
 from catalogue.spec import FOLDER_WORDS, Kind
 from catalogue.workdir import find_recipe
@@ -169,7 +169,9 @@ def run_start(
         output_dir = resolve_output_dir(spec, settings.RYSH_RESULTS_DIR)
     except (RecipeError, OverrideError) as exc:
         raise RunRefused(str(exc)) from None
-    if extra := extra_issues(spec):  # what `check` refuses with the database (MCP servers, channels…)
+    # what `check` refuses with the database (MCP servers, channels, the base, the workdir), of the
+    # recipe as written: a run's own --workdir or --base is checked where the copy is chosen
+    if extra := extra_issues(parse_recipe(source.text, path=source.path, kind=kind)):
         raise RunRefused("; ".join(str(issue) for issue in extra))
     if WORKDIR_OVERRIDE in overrides:
         overrides[WORKDIR_OVERRIDE] = spec.workdir  # as normalised: `pkg/` and `pkg` are one slot

@@ -24,9 +24,9 @@ def data_dir() -> Path:
 
 def database_missing(argv: list[str]) -> str | None:
     """Why `manage.py auto …` cannot run: the embedded database (SQLite in the data folder) is not
-    there. None for any other command, a PostgreSQL DATABASE_URL, or settings of one's own."""
-    if argv[1:2] != ["auto"] or os.environ.get("DATABASE_URL"):
-        return None
+    there. None for any other command, `check`, a PostgreSQL DATABASE_URL, or settings of one's own."""
+    if argv[1:2] != ["auto"] or argv[3:4] == ["check"] or os.environ.get("DATABASE_URL"):
+        return None  # `auto <kind> check` reads a recipe: it runs anywhere, a recipes repository's CI too
     if os.environ.get("DJANGO_SETTINGS_MODULE", DEFAULT_SETTINGS) != DEFAULT_SETTINGS:
         return None
     database = data_dir() / "db.sqlite3"

@@ -75,6 +75,6 @@ def test_the_settings_refuse_to_load_with_a_private_address(tmp_path):
     )
     assert done.returncode != 0
     assert done.stderr.strip().splitlines()[-1] == (
-        "django.core.exceptions.ImproperlyConfigured: RYSH_SETUP_ALLOW_HOSTS: 10.1.2.3 is a private address "
+        "rysh: RYSH_SETUP_ALLOW_HOSTS: 10.1.2.3 is a private address "
         "(10.0.0.0/8); list a private mirror in RYSH_SETUP_ALLOW_PRIVATE_HOSTS as host:port instead"
     )

@@ -115,7 +115,7 @@ def test_a_base_that_names_nothing_is_refused_naming_the_ref_and_the_repository(
     path = write_recipe(code_repo, workdir="pkg", name="lost", text=BASED.replace("{base}", "no-such-branch"))
     with pytest.raises(
         services.RunRefused,
-        match=f"task/lost: base \\(line 3\\) 'no-such-branch': the repository {code_repo} has no branch, tag or commit 'no-such-branch'",
+        match=f"lost.md:3 base: expected a branch, tag or commit: the repository {code_repo} has no branch, tag or commit 'no-such-branch'",
     ):
         start_fix("lost")
     with pytest.raises(

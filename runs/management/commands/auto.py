@@ -112,7 +112,7 @@ class Command(BaseCommand):
             )
 
     def handle(self, *args, kind, action, target, recipe_args, **options):
-        if problem := database_problem():
+        if action != "check" and (problem := database_problem()):  # a check reads a recipe, not the database
             raise CommandError(problem)
         with quiet_libraries():
             return self._handle(kind, action, target, recipe_args, options)
