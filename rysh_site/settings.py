@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "api",
     "toolservers",  # MCP servers a team registers; their tools for recipes (docs/mcp.md)
     "accounts",  # company login (OpenID Connect) and the local-login switch: docs/login.md
+    "evals",  # a recipe's tests: eval cases, suites, the review gate (docs/evals.md)
     "ops",  # operating it: health probes, metrics, traces, retention (docs/operations.md)
 ]
 

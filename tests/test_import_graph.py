@@ -17,6 +17,7 @@ PACKAGES = (
     "budgets",
     "catalogue",
     "demo_site",
+    "evals",
     "notify",
     "ops",
     "reviews",
@@ -44,6 +45,7 @@ LAYERS = (
     "workspaces",
     "runs",
     "schedules",
+    "evals",  # a recipe's tests: above runs (its cases are runs), below notify (which hears it)
     "notify",
     "ops",  # operating it: probes, metrics, traces, retention read every app below
     "demo_site",
