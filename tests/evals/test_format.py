@@ -356,3 +356,12 @@ def test_every_injected_task_fault_lands_at_its_line(until, names, key, at):
     body, _, args, errors = parse_task(text, path="c/task.md")
     assert [(e.path, e.line, e.field) for e in errors] == [("c/task.md", at + 2, key)]
     assert body == "The task." and set(args) == set(names)
+
+
+def test_a_version_is_the_case_with_the_recipe_it_ran():
+    from evals.format import version_digest
+
+    [case] = read_cases({f"{FOLDER}/c/task.md": b"Do it.", f"{FOLDER}/c/expect.yaml": b""}, FOLDER)
+    assert version_digest(case, "recipe v1") == version_digest(case, "recipe v1")
+    assert version_digest(case, "recipe v1") != version_digest(case, "recipe v2")
+    assert len(version_digest(case, "")) == 64
