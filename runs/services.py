@@ -42,6 +42,7 @@ from runs.selectors import run_pruned, worker_sandboxes
 from runs.signals import run_paused
 from runs.slots import run_slot, slot_folder
 from runs.wiring import sandbox_config, site_url
+from rysh_site import tracing
 from workspaces.models import WorkspaceState
 from workspaces.services import WorkspaceRefused, workspace_arm, workspace_carries, workspace_source
 from workspaces.setup import setup_line
@@ -156,12 +157,14 @@ def run_start(
     base: str | None = None,
     workdir: str | None = None,
     catalogue_only: bool = False,
+    trace_parent: dict | None = None,
 ) -> Run | DryRun:
     """Arm and queue a run, or refuse with a clear message before anything is spent. `base`:
     the branch, tag or commit a coding run's copy starts from (`--base`; else the recipe's
     `base:`, else the head of the recipes branch). `workdir` (`--workdir`) puts a coding run's
     agent in another folder of the repository. `catalogue_only`: started from the web, the API
-    or MCP (see recipe_source)."""
+    or MCP (see recipe_source). `trace_parent`: the stored trace context the run's trace hangs
+    under (an eval suite's: docs/tracing.md)."""
     source = recipe_source(kind=kind, name_or_path=name_or_path, catalogue_only=catalogue_only)
     overrides = {**(overrides or {}), **({WORKDIR_OVERRIDE: workdir} if workdir is not None else {})}
     try:
@@ -222,6 +225,7 @@ def run_start(
         resumed_from=resumed_from,
         schedule=schedule,
         copy_source=copy_source,
+        trace_context=tracing.child_context(trace_parent),
     )
 
 
@@ -307,6 +311,7 @@ def _create_run(
     resumed_from,
     schedule,
     copy_source,
+    trace_context=None,
 ) -> Run:
     if copy_source is not None and copy_source.note:
         source.notes.append(copy_source.note)
@@ -333,6 +338,7 @@ def _create_run(
                 output_dir=str(output_dir),
                 script_path=str(source.script or ""),
                 resumed_from=resumed_from,
+                trace_context=trace_context or {},
             )
             if spec.workdir is not None:
                 workspace_arm(run=run, workdir=spec.workdir, source=copy_source, sandboxed=sandbox_config().enabled)
