@@ -304,7 +304,7 @@ def change_evals_start(*, change_id: int, payload: ChangeEvalsIn, owner) -> dict
             "dry_run": True,
             "change": change.pk,
             "plans": {
-                "main": _side_plan(target=f"{change.kind}/{change.name}", side="main", change=change),
+                "main": _side_plan(target=change.target, side="main", change=change),
                 "change": _side_plan(target=change.target, side="change", change=change),
             },
         }
