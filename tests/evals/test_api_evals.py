@@ -65,7 +65,7 @@ def test_it_reads_one_suite_with_every_case_and_what_broke_it(api_as, job):  # n
     ]
     assert cases["case-2"]["tokens"] == 200 and cases["case-2"]["cost"] == "0.025000"
     assert cases["case-3"]["cause"] == "the run could not start"
-    assert got["url"].startswith("/recipes/task/job/")
+    assert got["url"] == "/recipes/task/job/#evals"
 
 
 def test_it_lists_a_recipes_suites_newest_first_narrowed_by_side(api_as, job):  # noqa: F811

@@ -61,7 +61,7 @@ def test_it_reaches_the_channels_subscribed_naming_each_failed_case(django_captu
     assert "lost: error: worker lost and never came back" in payload["lines"]  # one line
     assert [row["case"] for row in payload["data"]["failed"]] == ["bad", "lost"]
     assert payload["data"]["failed"][0]["assertions"] == ["commands_forbidden"]
-    assert payload["link"].endswith(f"/recipes/task/job/#suite-{suite.pk}") and payload["link"].startswith("http")
+    assert payload["link"].endswith("/recipes/task/job/#evals") and payload["link"].startswith("http")
 
 
 def test_a_recipes_notify_names_its_own_channel_for_it(catalogued, django_capture_on_commit_callbacks):
