@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from django_q.models import OrmQ
 
+from audit.models import AuditEntry
 from evals.local import suite_drive_here
 from evals.models import Suite
 from evals.services import suite_plan
@@ -50,6 +51,8 @@ def test_a_suite_started_over_the_api_is_answered_notified_measured_and_traced(
     assert {c["name"]: c["state"] for c in answer["cases"]} == {"bad": "pending", "good": "pending"}
     assert all(c["run"] for c in answer["cases"])
     suite = Suite.objects.get(pk=answer["id"])
+    audited = AuditEntry.objects.get(action="eval.start")
+    assert (audited.actor_name, audited.source) == ("editor-user via API token ci", "api")
     assert suite.trace_context["traceparent"]  # traces on: the suite's trace, stored at its start
     OrmQ.objects.all().delete()  # the queued runs are driven here, not by a cluster
 
