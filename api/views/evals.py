@@ -151,6 +151,16 @@ class SideSuitesOut(Schema):
     change: SuiteDetailOut
 
 
+class NewestSuitesOut(Schema):
+    main: SuiteDetailOut | None  # the newest suite of each side, None before one ran
+    change: SuiteDetailOut | None
+
+
+class ChangeSuitesOut(Schema):
+    change: int
+    suites: NewestSuitesOut
+
+
 class ChangeStartedOut(Schema):
     dry_run: Literal[False]
     change: int
@@ -323,6 +333,14 @@ def _side_plan(*, target: str, side: str, change) -> dict:
         return {"plan": None, "refused": str(exc)}
 
 
+def change_suites(*, change_id: int) -> dict:
+    """The newest suite of each side of a change request (what its Evals panel compares)."""
+    change = get_object_or_404(ChangeRequest, pk=change_id)
+    newest = Suite.objects.filter(change_request=change).select_related("user").prefetch_related("cases")
+    sides = {side: newest.filter(side=side).first() for side in (SuiteSide.MAIN, SuiteSide.CHANGE)}
+    return {"change": change.pk, "suites": {side: suite_detail(s) if s else None for side, s in sides.items()}}
+
+
 def suites_of(*, target: str, side: str | None = None, limit: int = 20) -> dict:
     if not 1 <= limit <= MAX_LIMIT:
         raise ApiError(400, f"limit: expected 1 to {MAX_LIMIT}, got {limit}", field="limit")
@@ -361,6 +379,14 @@ def change_evals(request: HttpRequest, change_id: int, payload: ChangeEvalsIn):
     with acting(request, "operate", action="edit") as owner:
         started = change_evals_start(change_id=change_id, payload=payload, owner=owner)
         return Status(200 if started["dry_run"] else 201, started)
+
+
+@router.get("/changes/{change_id}/evals", response=ChangeSuitesOut)
+def change_evals_show(request: HttpRequest, change_id: int):
+    """A change request's newest suite on each side, main and change, with their cases (`null`
+    for a side not run yet): poll it after a start. Scope: read."""
+    with acting(request, "read"):
+        return change_suites(change_id=change_id)
 
 
 @router.get("/recipes/{kind}/{name}/evals", response=SuiteListOut)

@@ -189,6 +189,7 @@ def test_every_answer_has_its_schema_in_the_openapi_document(client, django_user
         ("/api/recipes/{kind}/{name}/evals", "post"),
         ("/api/recipes/{kind}/{name}/evals", "get"),
         ("/api/changes/{change_id}/evals", "post"),
+        ("/api/changes/{change_id}/evals", "get"),
         ("/api/suites/{suite_id}", "get"),
     ):
         for status, response in paths[path][method]["responses"].items():
@@ -202,3 +203,20 @@ def test_timestamps_are_iso(api_as, job):  # noqa: F811
     suite = make_suite(states=(CaseState.PASSED,), ended_at=timezone.now())
     got = api_as("viewer", "read").get(f"/api/suites/{suite.pk}").json()
     assert got["ended_at"].startswith(str(timezone.now().year))
+
+
+def test_a_change_requests_newest_suite_of_each_side_is_read(api_as, job):  # noqa: F811
+    change = ChangeRequest.objects.create(title="t", action="edit", kind="task", name="job", base_sha="0" * 40)
+    reader = api_as("viewer", "read")
+    assert reader.get(f"/api/changes/{change.pk}/evals").json() == {
+        "change": change.pk,
+        "suites": {"main": None, "change": None},
+    }
+    make_suite(side="change", change_request=change, states=(CaseState.FAILED,))
+    newer = make_suite(side="change", change_request=change, states=(CaseState.PASSED,))
+    on_main = make_suite(side="main", change_request=change, states=(CaseState.PASSED,))
+    make_suite(side="main", states=(CaseState.FAILED,))  # main's, not this change's
+    got = reader.get(f"/api/changes/{change.pk}/evals").json()["suites"]
+    assert (got["main"]["id"], got["change"]["id"]) == (on_main.pk, newer.pk)
+    assert got["change"]["cases"][0]["passed"] is True
+    assert reader.get("/api/changes/9999/evals").status_code == 404
