@@ -10,14 +10,14 @@ from django.contrib.auth.decorators import login_required
 from django.urls import path
 from ninja import NinjaAPI
 
-from api.views import approvals, profile, recipes, runs, spend
+from api.views import approvals, evals, profile, recipes, runs, spend
 from api.views.common import TokenAuth, install_error_handlers
 
 api = NinjaAPI(
     title="rysh dashboard API",
     version="1",
     description=(
-        "Recipes, runs and their controls, approvals, spend and quotas. Authenticate with "
+        "Recipes, runs and their controls, approvals, spend and quotas, eval suites. Authenticate with "
         "`Authorization: Bearer <token>` (make one on your profile page). Scopes nest: "
         "read < operate < admin; a token never does more than its owner's roles allow."
     ),
@@ -28,7 +28,7 @@ api = NinjaAPI(
     docs_decorator=login_required,
 )
 install_error_handlers(api)
-for module in (recipes, runs, approvals, spend):
+for module in (recipes, evals, runs, approvals, spend):
     api.add_router("/", module.router)
 
 urlpatterns = [

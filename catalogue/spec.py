@@ -65,6 +65,7 @@ NOTIFY_EVENTS = (
     "change.opened",
     "change.approved",
     "change.conflict",
+    "eval.failed",
 )
 
 

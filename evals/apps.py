@@ -7,3 +7,6 @@ class EvalsConfig(AppConfig):
 
     name = "evals"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from evals import receivers  # noqa: F401 (grading when a case's run ends)

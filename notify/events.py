@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from budgets.units import format_tokens
 from catalogue.spec import NOTIFY_EVENTS
+from evals.links import suite_path
 
 TEST = "test"  # the "Send test" button's event; never subscribed to
 EVENTS = (*NOTIFY_EVENTS, TEST)
@@ -31,6 +32,7 @@ EVENT_LABELS = {
     "change.opened": "a change request was opened",
     "change.approved": "a change request was approved and merged",
     "change.conflict": "a change request is in conflict",
+    "eval.failed": "an eval suite had a case fail or error",
     TEST: "a test from the Notifications page",
 }
 
@@ -192,6 +194,54 @@ def change(event: str, change) -> Notice:
         link_label=f"change #{change.pk}",
         data={"change": change.pk, "target": f"{change.kind}/{change.name}", "state": change.state},
     )
+
+
+MAX_CASES = 20  # the failed cases a notice names; the suite's page has them all
+FAILURE_CHARS = 200
+
+
+def eval_failed(suite) -> Notice:
+    """A suite with a failed or errored case: which cases, each with what broke it (the assertion
+    and its message, or the error's cause), never the run's answer or its files' contents beyond
+    what the failure message names."""
+    cases = list(suite.cases.all())
+    bad = [case for case in cases if case.state in ("failed", "error")]
+    rows = [_case_row(case) for case in bad[:MAX_CASES]]
+    lines = [f"{row['case']}: {row['state']}: {row['why']}" for row in rows]
+    if len(bad) > MAX_CASES:
+        lines.append(f"… and {len(bad) - MAX_CASES} more")
+    where = f"change #{suite.change_request_id}" if suite.change_request_id else suite.side
+    tokens = format_tokens(suite.tokens_counted)
+    cost = f"${suite.cost:.4f}" if suite.cost is not None else "not priced"
+    return Notice(
+        event="eval.failed",
+        title=f"eval suite #{suite.pk} of {suite.target} ({where}): {len(bad)} of {len(cases)} cases failed",
+        lines=(*lines, f"tokens: {tokens}", f"cost: {cost}"),
+        link=f"{settings.RYSH_SITE_URL}{suite_path(suite)}",
+        link_label=f"suite #{suite.pk}",
+        data={
+            "suite": suite.pk,
+            "target": suite.target,
+            "side": suite.side,
+            "change": suite.change_request_id,
+            "cases": len(cases),
+            "failed": rows,
+            "tokens": suite.tokens_counted,
+            "cost": str(suite.cost) if suite.cost is not None else None,
+        },
+    )
+
+
+def _case_row(case) -> dict:
+    failures = [f for f in case.failures or [] if isinstance(f, dict)]
+    why = "; ".join(f"{f.get('assertion', '')}: {f.get('message', '')}" for f in failures) or case.cause
+    return {
+        "case": case.name,
+        "state": case.state,
+        "run": case.run_id,
+        "assertions": [str(f.get("assertion", "")) for f in failures],
+        "why": one_line(why or "(no reason recorded)", FAILURE_CHARS),
+    }
 
 
 def test(channel) -> Notice:

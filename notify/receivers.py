@@ -10,6 +10,8 @@ from collections.abc import Callable
 from django.db import transaction
 from django.dispatch import receiver
 
+from evals.models import CaseState, Suite, SuiteSide
+from evals.signals import eval_failed
 from notify import events
 from notify.models import Channel
 from notify.selectors import recipe_rules, run_rules
@@ -59,6 +61,22 @@ def on_schedule_disabled(sender, *, schedule, reason, **kwargs) -> None:
         f"schedule {schedule.name}",
         lambda: notify(events.schedule_disabled(schedule, reason), rules=recipe_rules(schedule.kind, schedule.recipe)),
     )
+
+
+@receiver(eval_failed, dispatch_uid="notify.eval_failed")
+def on_eval_failed(sender, *, suite, **kwargs) -> None:
+    """After the grading commits: the notice reads the suite's cases as they were saved, and a
+    grading rolled back sends nothing."""
+    transaction.on_commit(lambda: _safely(f"suite #{suite.pk}", lambda: _eval_failed(suite.pk)))
+
+
+def _eval_failed(suite_id: int) -> None:
+    suite = Suite.objects.filter(pk=suite_id).first()
+    if suite is None or not suite.cases.filter(state__in=(CaseState.FAILED, CaseState.ERROR)).exists():
+        return  # gone, or graded again since (`--result`) with nothing failing
+    kind, _, name = suite.target.partition("/")
+    rules = recipe_rules(kind, name) if suite.side != SuiteSide.PATH else []  # its recipe's `notify:`
+    notify(events.eval_failed(suite), rules=rules)
 
 
 def _on_change(event: str):

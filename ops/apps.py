@@ -40,6 +40,8 @@ class OpsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from ops import receivers  # noqa: F401  (connects the signal receivers: a suite's trace)
+
         # ops has no models, so no post_migrate of its own: it follows django-q2's, whose
         # Schedule table exists by then
         post_migrate.connect(ensure_retention_schedule, sender=apps.get_app_config("django_q"))

@@ -4,8 +4,8 @@ Two kinds of figures:
 - read from the database at scrape time by DatabaseCollector: exact across processes and
   machines, and they survive restarts. A fixed number of aggregate queries (one per family, plus
   one per quota when its window has rolled over), however many runs there are. They read
-  summaries only — runs' rows, passes, the ledger the Spend page sums, quotas, deliveries — never
-  steps or messages, which retention prunes;
+  summaries only — runs' rows, passes, the ledger the Spend page sums, quotas, deliveries, eval
+  suites and their cases — never steps or messages, which retention prunes;
 - observed in-process (rysh_site/metrics.py): model and tool latency, retries, push latency.
   With RYSH_METRICS=true every process of the machine writes them to RYSH_METRICS_DIR
   (PROMETHEUS_MULTIPROC_DIR) and a scrape sums the directory (MultiProcessCollector).
@@ -21,13 +21,14 @@ import os
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Count, Sum
+from django.db.models import Count, Max, Sum
 from django_q.brokers import get_broker
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from evals.models import CaseResult, CaseState, Suite, SuiteSide, SuiteState
 from notify.models import Delivery
 from ops import health
 from runs.models import LedgerEntry, Pass, Run
@@ -112,6 +113,7 @@ class DatabaseCollector:
         yield from quota_use()
         yield from queue_and_workers()
         yield deliveries_by_state()
+        yield from eval_suites()
 
 
 def runs_by_state():
@@ -236,3 +238,98 @@ def deliveries_by_state() -> GaugeMetricFamily:
     for row in rows:
         deliveries.add_metric([row["channel__kind"], row["state"]], row["n"])
     return deliveries
+
+
+# -- eval suites (docs/evals.md) -------------------------------------------------------------------
+
+PATH_LABEL = "path"  # every `auto eval PATH` suite: its folder is not a label value (unbounded)
+ENDED = (SuiteState.DONE, SuiteState.CEILING)
+
+
+def _recipe_label(target: str, side: str) -> str:
+    return PATH_LABEL if side == SuiteSide.PATH else target
+
+
+def eval_suites():
+    """Suites and their cases: outcomes counted, the last ended suite's pass rate per recipe and
+    side, and what suites spent (their case runs count in rysh_tokens too: they are the recipe's
+    runs). Three queries, whatever the number of suites."""
+    yield eval_cases_by_outcome()
+    yield eval_pass_rate()
+    yield from eval_spend()
+
+
+def eval_cases_by_outcome() -> CounterMetricFamily:
+    cases = CounterMetricFamily(
+        "rysh_eval_cases",
+        "Eval cases graded, by recipe, side (main | change | path) and outcome (passed | failed | error | broken).",
+        labels=["recipe", "side", "outcome"],
+    )
+    counted: dict[tuple[str, str, str], int] = {}
+    graded = (CaseState.PASSED, CaseState.FAILED, CaseState.ERROR, CaseState.BROKEN)
+    rows = CaseResult.objects.filter(state__in=graded).values("suite__target", "suite__side", "state")
+    for row in rows.annotate(n=Count("id")).order_by():
+        key = (_recipe_label(row["suite__target"], row["suite__side"]), row["suite__side"], row["state"])
+        counted[key] = counted.get(key, 0) + row["n"]
+    for key, n in sorted(counted.items()):
+        cases.add_metric(list(key), n)
+    return cases
+
+
+def eval_pass_rate() -> GaugeMetricFamily:
+    rate = GaugeMetricFamily(
+        "rysh_eval_pass_rate",
+        "The last ended eval suite's pass rate (cases passed / cases), by recipe and side (main | change).",
+        labels=["recipe", "side"],
+    )
+    last = (
+        Suite.objects.filter(state__in=ENDED, side__in=(SuiteSide.MAIN, SuiteSide.CHANGE))
+        .values("target", "side")
+        .annotate(last=Max("id"))
+        .values("last")
+    )
+    tally: dict[tuple[str, str], list[int]] = {}
+    rows = CaseResult.objects.filter(suite_id__in=last).values("suite__target", "suite__side", "state")
+    for row in rows.annotate(n=Count("id")).order_by():
+        passed_and_all = tally.setdefault((row["suite__target"], row["suite__side"]), [0, 0])
+        passed_and_all[0] += row["n"] if row["state"] == CaseState.PASSED else 0
+        passed_and_all[1] += row["n"]
+    for (target, side), (passed, total) in sorted(tally.items()):
+        rate.add_metric([target, side], passed / total)
+    return rate
+
+
+def eval_spend():
+    suites = CounterMetricFamily(
+        "rysh_eval_suites",
+        "Eval suites started, by recipe, side and state (running | done | ceiling).",
+        labels=["recipe", "side", "state"],
+    )
+    tokens = CounterMetricFamily(
+        "rysh_eval_tokens_counted",
+        "Counted tokens eval suites spent (their case runs and rubric calls), by recipe and side.",
+        labels=["recipe", "side"],
+    )
+    dollars = CounterMetricFamily(
+        "rysh_eval_cost_dollars",
+        "Dollars eval suites spent (priced calls only), by recipe and side.",
+        labels=["recipe", "side"],
+    )
+    by_state: dict[tuple[str, str, str], int] = {}
+    spent: dict[tuple[str, str], list] = {}
+    rows = Suite.objects.values("target", "side", "state").annotate(
+        n=Count("id"), tokens=Sum("tokens_counted", default=0), dollars=Sum("cost")
+    )
+    for row in rows.order_by():
+        recipe = _recipe_label(row["target"], row["side"])
+        key = (recipe, row["side"], row["state"])
+        by_state[key] = by_state.get(key, 0) + row["n"]
+        sums = spent.setdefault((recipe, row["side"]), [0, 0.0])
+        sums[0] += row["tokens"]
+        sums[1] += float(row["dollars"] or 0)
+    for key, n in sorted(by_state.items()):
+        suites.add_metric(list(key), n)
+    for key, (counted, cost) in sorted(spent.items()):
+        tokens.add_metric(list(key), counted)
+        dollars.add_metric(list(key), cost)
+    yield from (suites, tokens, dollars)

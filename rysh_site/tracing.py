@@ -15,6 +15,13 @@ emitted when the run finishes, with the stored ids, from when the run was starte
         judge pass <n>             the judge
           chat <judge model>       its model call
 
+An eval suite (docs/evals.md) is a trace of its own whose case runs are children: the suite's ids
+are stored on Suite.trace_context when it starts, each case's run is made with its root span under
+them (`child_context`), and the suite's span is emitted when its cases are graded:
+
+    invoke_workflow evals <recipe>   the suite (emitted when graded; an event per case)
+      invoke_workflow <recipe>       each case's run, as above
+
 Wrap-up, approval waits, quota waits, pauses and controls are span events. Prompt, result and
 argument text reach a span only when content capture is on
 (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true); never a secret.
@@ -196,6 +203,22 @@ def stored_context(run) -> dict:
     else:
         run.refresh_from_db(fields=["trace_context"])
     return run.trace_context
+
+
+def child_context(parent: dict | None) -> dict:
+    """A new run's trace context under `parent` (an eval suite's stored context): the run's root
+    span gets its own ids in the parent's trace, its parent the suite's span; {} (traced on its
+    own, if at all) when the parent was not traced. runs.services.run_start(trace_parent=…)."""
+    traceparent = (parent or {}).get("traceparent")
+    if not traceparent:
+        return {}
+    trace_id, span_id = _ids_of(traceparent)
+    return {
+        "traceparent": _traceparent(trace_id, _ids.generate_span_id()),
+        "parent": f"{span_id:016x}",
+        "of": "suite",
+        "start": time.time_ns(),
+    }
 
 
 def _remote(trace_id: int, span_id: int) -> SpanContext:
@@ -561,7 +584,7 @@ def _emit_root(run) -> None:
                 "rysh.run.passes": run.pass_number,
                 "rysh.run.verdict": run.last_verdict,
                 "rysh.run.tokens_counted": run.tokens_counted,
-                "rysh.run.granted": bool(stored.get("parent")),
+                "rysh.run.granted": bool(stored.get("parent")) and stored.get("of") != "suite",
                 "rysh.run.executor_model": run.executor_model,
                 "rysh.run.judge_model": run.judge_model,
             },
@@ -587,3 +610,56 @@ def _resumed_link(run) -> list[Link]:
     if not traceparent:
         return []
     return [Link(_remote(*_ids_of(traceparent)), {"rysh.link": "resumes", "rysh.run.id": before.pk})]
+
+
+# -- eval suites (docs/evals.md) -----------------------------------------------------------------
+
+
+@_quiet
+def suite_context(suite) -> dict:
+    """A suite starts: its trace context stored on Suite.trace_context (the case runs' parent, given
+    to run_start as `trace_parent`); {} when tracing is off."""
+    return stored_context(suite) if enabled() else {}
+
+
+@_quiet
+def suite_ended(suite, cases) -> None:
+    """The suite's span, emitted once when its cases are graded, with the ids its runs already
+    point at: `invoke_workflow evals <target>`, an event per case (its outcome and run)."""
+    stored = suite.trace_context or {}
+    if not enabled() or not stored.get("traceparent") or stored.get("emitted"):
+        return
+    trace_id, span_id = _ids_of(stored["traceparent"])
+    states = [case.state for case in cases]
+    with _ids.chosen(trace_id, span_id):
+        span = _tracer().start_span(
+            f"invoke_workflow evals {suite.target}",
+            context=Context(),
+            kind=SpanKind.INTERNAL,
+            attributes={
+                "gen_ai.operation.name": "invoke_workflow",
+                "gen_ai.evaluation.name": "evals",
+                "rysh.suite.id": suite.pk,
+                "rysh.suite.target": suite.target[:TEXT_LIMIT],
+                "rysh.suite.side": suite.side,
+                "rysh.suite.state": suite.state,
+                "rysh.suite.cases": len(states),
+                "rysh.suite.passed": states.count("passed"),
+                "rysh.suite.failed": states.count("failed"),
+                "rysh.suite.errors": states.count("error") + states.count("broken"),
+                "rysh.suite.budget_tokens": suite.budget_tokens,
+                "rysh.suite.tokens_counted": suite.tokens_counted,
+            },
+            start_time=stored["start"],
+        )
+    for case in cases:
+        attributes = {"rysh.case.name": case.name, "rysh.case.state": case.state, "rysh.case.tokens": case.tokens}
+        if case.run_id:
+            attributes["rysh.run.id"] = case.run_id
+        span.add_event("rysh.case", attributes, _ns(case.ended_at) if case.ended_at else None)
+    if suite.state == "ceiling" or "error" in states:
+        span.set_attribute("error.type", "ceiling" if suite.state == "ceiling" else "case_error")
+        span.set_status(Status(StatusCode.ERROR))
+    span.end(_ns(suite.graded_at or suite.ended_at))
+    type(suite).objects.filter(pk=suite.pk).update(trace_context={**stored, "emitted": True})
+    flush()

@@ -85,16 +85,17 @@ def token_check(secret: str) -> ApiToken:
 
 
 @contextmanager
-def acting(request: HttpRequest, scope: str) -> Iterator[object]:
+def acting(request: HttpRequest, scope: str, *, action: str | None = None) -> Iterator[object]:
     """The token's owner, when the token has `scope` and the owner's roles allow what it grants
     (a token never does more than its owner); while inside, audit rows name the owner `via API
-    token <name>` with the source API."""
-    with acting_as(request.auth, scope, address=client_address(request)) as owner:
+    token <name>` with the source API. `action`: a role check other than the scope's own (a
+    suite spends money: `edit`, editors and admins)."""
+    with acting_as(request.auth, scope, address=client_address(request), action=action) as owner:
         yield owner
 
 
 @contextmanager
-def acting_as(token: ApiToken, scope: str, *, address: str | None) -> Iterator[object]:
+def acting_as(token: ApiToken, scope: str, *, address: str | None, action: str | None = None) -> Iterator[object]:
     """`acting` for a token found some other way than a Django request (the MCP server)."""
     if not token.grants(scope):
         raise ApiError(
@@ -102,7 +103,7 @@ def acting_as(token: ApiToken, scope: str, *, address: str | None) -> Iterator[o
             f'this token lacks the "{scope}" scope (it has: {", ".join(token.scopes)})',
             field="scope",
         )
-    action = SCOPE_ACTION[scope]
+    action = action or SCOPE_ACTION[scope]
     owner = token.owner
     if not user_can(owner, action):
         mine = ", ".join(sorted(roles_of(owner))) or "none"

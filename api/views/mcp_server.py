@@ -33,6 +33,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
 from api.models import ApiToken
+from api.views import evals as eval_views
 from api.views import recipes as recipe_views
 from api.views import runs as run_views
 from api.views.common import ApiError, acting_as, token_check
@@ -60,20 +61,21 @@ server = MCPServer(
     version=__version__,
     instructions=(
         "Drive rysh's budgeted agent loops: list recipes, read a recipe's plan and worst case, "
-        "start a run (dry-run first), read a run's status, stop or continue it. Each tool needs a "
-        "scope on your API token (read or operate) and a role that allows it."
+        "start a run (dry-run first), read a run's status, stop or continue it; run a recipe's eval "
+        "suite (dry-run first) and read its results. Each tool needs a scope on your API token (read "
+        "or operate) and a role that allows it."
     ),
 )
 
 
-def _as_token(scope: str, work: Callable[[Any], Any]) -> Any:
+def _as_token(scope: str, work: Callable[[Any], Any], action: str | None = None) -> Any:
     """`work(owner)` as the calling token's owner, in the API's audit context; any refusal is a
     ToolError naming why (the scope, the role, no such recipe or run, a run that cannot…)."""
     caller = _caller.get()
     if caller is None:  # only reachable if the ASGI wrapper below was bypassed
         raise ToolError("send an API token: `Authorization: Bearer <token>`")
     try:
-        with acting_as(caller.token, scope, address=caller.address) as owner:
+        with acting_as(caller.token, scope, address=caller.address, action=action) as owner:
             return work(owner)
     except ApiError as exc:
         raise ToolError("; ".join(_said(e) for e in exc.errors)) from None
@@ -85,15 +87,16 @@ def _said(error: dict) -> str:
     return f"{error['field']}: {error['message']}" if error.get("field") else error["message"]
 
 
-async def _call(scope: str, work: Callable[[Any], Any]) -> Any:
+async def _call(scope: str, work: Callable[[Any], Any], action: str | None = None) -> Any:
     """The sync services on Django's thread (thread-sensitive), old connections closed around it;
-    the caller is read here, in the request's own context, and carried into the thread."""
+    the caller is read here, in the request's own context, and carried into the thread. `action`:
+    a role check other than the scope's (acting_as)."""
     caller = _caller.get()
 
     def run():
         reset = _caller.set(caller)
         try:
-            return _jsonable(_as_token(scope, work))
+            return _jsonable(_as_token(scope, work, action))
         finally:
             _caller.reset(reset)
 
@@ -164,6 +167,47 @@ async def stop_run(run_id: int) -> dict:
 async def continue_run(run_id: int) -> dict:
     """A paused run picks up from its checkpoint. Scope: operate."""
     return await _call("operate", lambda owner: run_views.control(run_id, services.run_continue, owner=owner))
+
+
+@server.tool()
+async def start_eval(
+    kind: Kind, name: str, case: str | None = None, dry_run: bool = True, change_id: int | None = None
+) -> dict:
+    """Run a recipe's eval cases (`auto eval RECIPE`): every case a real run under the suite's hard
+    ceiling (the cases' worst cases summed), graded against its expect.yaml and judge.md. With
+    `dry_run` (the default) the answer is the plan — each case's worst case, the broken cases with
+    their errors, the ceiling — and nothing is spent; call again with `dry_run: false` to start it,
+    which answers the suite (read it later with eval_results). `case`: only that case.
+    `change_id`: a change request's suites instead, its branch and main side by side (kind and
+    name are then the change's recipe). Scope: operate; your role must be editor or admin."""
+    if change_id is not None:
+        payload = eval_views.ChangeEvalsIn(dry_run=dry_run)
+        return await _call(
+            "operate",
+            lambda owner: eval_views.change_evals_start(change_id=change_id, payload=payload, owner=owner),
+            "edit",
+        )
+    payload = eval_views.EvalStartIn(case=case, dry_run=dry_run)
+    return await _call(
+        "operate", lambda owner: eval_views.eval_start(kind=kind, name=name, payload=payload, owner=owner), "edit"
+    )
+
+
+@server.tool()
+async def eval_results(suite_id: int | None = None, kind: Kind | None = None, name: str | None = None) -> dict:
+    """An eval suite's results: its state and outcome (running, passed, failed, ceiling), pass
+    rate, tokens and cost, and per case pass or fail, each failed assertion and what broke it,
+    the rubric's verdict, the case's run. `suite_id`, or `kind` and `name` for the recipe's newest
+    suite. Scope: read."""
+
+    def read(owner) -> dict:
+        if suite_id is not None:
+            return eval_views.suite_detail(eval_views.suite_of(suite_id))
+        if not kind or not name:
+            raise ApiError(400, "give suite_id, or kind and name for the recipe's newest suite", field="suite_id")
+        return eval_views.suite_detail(eval_views.latest_suite(target=f"{kind}/{name}"))
+
+    return await _call("read", read)
 
 
 # The transport: stateless (no session to keep between requests), JSON answers (no SSE stream).

@@ -101,7 +101,16 @@ def test_an_operate_token_lists_plans_dry_runs_starts_reads_and_stops(live):
     tools, recipes, plan, dry, runs_after_dry, real, status, stopped, missing, not_paused = session(
         live, live.tokens["operate"], calls
     )
-    assert tools == {"list_recipes", "recipe_plan", "start_run", "run_status", "stop_run", "continue_run"}
+    assert tools == {
+        "list_recipes",
+        "recipe_plan",
+        "start_run",
+        "run_status",
+        "stop_run",
+        "continue_run",
+        "start_eval",
+        "eval_results",
+    }
     assert "reading-list" in {r["name"] for r in recipes["recipes"]}
     assert plan["plan_lines"] and plan["worst_case"]["tokens"] > 0 and plan["worst_case"]["text"]
     assert dry["dry_run"] is True and dry["lines"]

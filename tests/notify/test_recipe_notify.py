@@ -52,7 +52,8 @@ def test_it_reads_notify_entries_with_their_lines():
         (
             "notify:\n  - channel: ops\n    events: [run.ended, run.exploded]\n",
             "job.md:4 notify.events: expected one of run.ended, approval.waiting, budget.50, budget.80, budget.95, "
-            "run.paused, schedule.disabled, change.opened, change.approved, change.conflict, got 'run.exploded'",
+            "run.paused, schedule.disabled, change.opened, change.approved, change.conflict, eval.failed, "
+            "got 'run.exploded'",
         ),
         ("notify: ops\n", "job.md:2 notify: expected a list of {channel: NAME, events: [...]} entries, got 'ops'"),
         ("notify:\n  - ops\n", "job.md:3 notify: expected a mapping with keys channel, events, got 'ops'"),

@@ -223,7 +223,7 @@ def test_a_scrape_asks_as_many_queries_for_one_run_as_for_forty():
         Pass.objects.create(run=run, number=1, verdict="YES")
         spend(run, "claude-sonnet-4-5", tokens=10, cost="0.01")
     assert queries() == few
-    assert few <= 8
+    assert few <= 11  # a query per family or two (the eval suites' three: tests/ops/test_metrics_evals.py)
 
 
 # -- the processes' figures ----------------------------------------------------------------------
