@@ -80,7 +80,7 @@ def _wait(suite: Suite) -> Suite:
 
 
 def suite_lines(suite: Suite) -> list[str]:
-    lines = [f"suite #{suite.pk} of {suite.target} ({suite.side}): {suite.get_state_display()}"]
+    lines = [f"suite #{suite.pk} of {suite.target} ({suite.side}): {suite.state}"]
     for case in suite.cases.order_by("name"):
         money = format_money(case.cost) if case.run_id else "-"
         lines.append(f"  {case.state.upper():7} {case.name}: {case.tokens:,} tokens, {money}")
