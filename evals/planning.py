@@ -149,7 +149,7 @@ def read_target(target: str, *, side: str, change=None) -> Read:
             raise SuiteRefused("a suite on the change side needs the change request")
         git = open_repo(reopen_location(change.repo, settings.RYSH_RECIPES_REPO))
         sha = change.head_sha
-        path = change.new_path or change.path
+        path = change_recipe_path(change)
         if not sha:
             raise SuiteRefused(f"change request #{change.pk} has no review branch to read")
     else:
@@ -166,6 +166,14 @@ def read_target(target: str, *, side: str, change=None) -> Read:
     if text is None:
         raise SuiteRefused(f"{target}: {path} does not exist at {sha[:8]}")
     return Read(kind=kind, path=path, text=text, commit_sha=sha, cases=cases_at(git, sha, path), recipe=recipe)
+
+
+def change_recipe_path(change) -> str:
+    """The recipe a change request is about: its file, or — a change to one of its cases' files
+    (`<recipe folder>/<name>/evals/<case>/…`) — the recipe beside that evals/ folder."""
+    path = change.new_path or change.path
+    head, found, _ = path.partition("/evals/")
+    return f"{head}.md" if found else path
 
 
 def cases_at(git, sha: str, recipe_path: str) -> list[Case]:
