@@ -2,7 +2,7 @@
 
 A suite of N cases (20 by default) of one task recipe, on main and on a change request that
 edits the recipe (2 x N runs, the review's Evals panel's button: change_suites_start), on a real
-`manage.py qcluster` (RYSH_WORKERS=--workers, 20 by default; the ORM broker on a throwaway
+`manage.py qcluster` (RYSH_WORKERS=--workers, 40 by default: a worker for every run; the ORM broker on a throwaway
 SQLite installation, the embedded default) against the fake Messages server
 (tests/fakes/anthropic_server.py, --latency seconds before each answer's first byte). Each case's
 run saves notes in a few steps; half the cases have a judge.md (one rubric call each when graded),
@@ -10,9 +10,10 @@ and each case's grading runs on the workers too (evals.tasks.grade_case).
 
 Printed side by side:
 - suite wall time: from the press to both suites graded, against the all-parallel ideal (the
-  longest case, from its run's start to its grade, as if every case had a worker of its own);
-  suite_efficiency = ideal / wall (1.0 is perfect parallelism; with fewer workers than runs it
-  is at most about workers / runs);
+  longest case run, from its start to its end: no suite can be over sooner, even with every
+  case on a worker of its own and grading free); suite_efficiency = ideal / wall (1.0: the
+  suites cost nothing beyond their longest run; with fewer workers than runs it is at most
+  about workers / runs);
 - tokens: what the ledger counted for each suite against its ceiling, and what the fake server
   billed; overshoot_tokens = the counted tokens over the ceiling, summed over the suites (must
   be 0), and the server's billed tokens over the two ceilings together (must be 0 too);
@@ -143,7 +144,7 @@ class Figures:
 
 
 def ideal_seconds(spans: list[tuple[float, float]]) -> float:
-    """The all-parallel ideal: the longest case, start to end, as if each had a worker of its own."""
+    """The all-parallel ideal: the longest case run, start to end (each on a worker of its own)."""
     return max((end - start for start, end in spans), default=0.0)
 
 
@@ -217,8 +218,8 @@ def _live(figures: Figures, fake, change, user) -> None:
     spans = []
     for suite in suites:
         for case in suite.cases.select_related("run"):
-            if case.run and case.run.started_at and case.ended_at:
-                spans.append((case.run.started_at.timestamp(), case.ended_at.timestamp()))
+            if case.run and case.run.started_at and case.run.ended_at:
+                spans.append((case.run.started_at.timestamp(), case.run.ended_at.timestamp()))
     figures.ideal_s = ideal_seconds(spans)
     figures.counted = {s.side: s.tokens_counted for s in suites}
     figures.ceilings = {s.side: s.budget_tokens for s in suites}
@@ -247,7 +248,7 @@ def _regrade(figures: Figures, fake) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.evals", description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=int, default=20, help="cases of the suite (each side), default 20")
-    parser.add_argument("--workers", type=int, default=20, help="the qcluster's workers, default 20")
+    parser.add_argument("--workers", type=int, default=40, help="the qcluster's workers, default 40")
     parser.add_argument("--latency", type=float, default=0.3, help="seconds before each answer, default 0.3")
     args = parser.parse_args(argv)
     figures = run(args.cases, args.workers, args.latency)

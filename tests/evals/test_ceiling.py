@@ -8,10 +8,15 @@ import textwrap
 
 import pytest
 from django.db.models import Sum
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from budgets.guard import input_bound
 from catalogue.sync import recipes_sync
+from evals.grading import Evidence
 from evals.local import suite_drive_here
 from evals.models import CaseState, Suite, SuiteState
+from evals.rubric import RUBRIC_MAX_TOKENS, RUBRIC_SYSTEM, rubric_bound, rubric_messages, rubric_worst
 from evals.services import SuiteRefused, suite_exit_code, suite_plan, suite_start
 from runs.models import LedgerEntry, Run
 from spend.services import quota_set
@@ -124,3 +129,24 @@ def test_a_case_ended_by_its_budget_ends_the_suite_at_its_ceiling(fake_anthropic
     assert suite.state == SuiteState.CEILING
     assert suite_exit_code(suite) == 3
     assert suite.tokens_counted <= suite.budget_tokens
+
+
+evidence_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=3_000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rubric=st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=2_000),
+    files=st.lists(st.text(max_size=200), max_size=30),
+    commands=st.lists(evidence_text, max_size=20),
+    answer=evidence_text,
+    results=st.dictionaries(st.text(max_size=40), evidence_text, max_size=25),
+)
+def test_the_rubric_request_never_exceeds_the_bound_its_case_was_planned_with(rubric, files, commands, answer, results):
+    evidence = Evidence(tuple(files), tuple(commands), answer, results, 0)
+    messages = rubric_messages(rubric, evidence)
+    assert input_bound(system=RUBRIC_SYSTEM, tools=[], messages=messages, last=None) <= rubric_bound(rubric)
+    assert rubric_worst(rubric) == rubric_bound(rubric) + RUBRIC_MAX_TOKENS and rubric_worst(None) == 0
+    # what the judge reads: the rubric whole, the evidence's blocks closed by none of its own text
+    text = messages[0]["content"][0]["text"]
+    assert text.count("</goal>") == 1 and text.count("<changed_files>") <= 1
