@@ -3,14 +3,17 @@ asked only when its call fits the case's share of the ceiling and the quotas, a 
 ends its case, an errored run lands with its cause, a case lost mid-grade is graded again."""
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
-from evals.grade_run import grade_case
+from evals.grade_run import LOST_SECONDS, grade_case
 from evals.local import suite_drive_here
-from evals.models import CaseResult, CaseState, SuiteState
+from evals.models import CaseResult, CaseState, Suite, SuiteState
 from evals.services import suite_regrade, suite_start
+from runs import worker
 from runs.models import LedgerEntry, Run
 from runs.wiring import arm_run
 from runs.worker import execute
@@ -128,3 +131,16 @@ def test_a_case_lost_mid_grade_is_graded_again_by_result(fake_anthropic, recipes
     assert result.state == CaseState.FAILED and "test_calc.py" in result.failures[0]["message"]
     assert suite.state == SuiteState.DONE and suite.graded_at is not None
     assert Run.objects.count() == 1
+
+
+def test_the_sweeper_grades_again_a_case_whose_grader_was_lost(fake_anthropic, recipes):
+    script(fake_anthropic)
+    suite = suite_start(user=None, target="task/fix", case="bad")
+    result = ran(suite, "bad")
+    long_ago = timezone.now() - timedelta(seconds=LOST_SECONDS + 5)
+    CaseResult.objects.filter(pk=result.pk).update(state=CaseState.GRADING, ended_at=timezone.now())
+    assert worker.sweep_lost_runs() == []  # still within what a grading may take
+    CaseResult.objects.filter(pk=result.pk).update(ended_at=long_ago)
+    assert f"eval case #{result.pk}: its grading was lost; graded again" in worker.sweep_lost_runs()
+    assert grade_case(result.pk).state == CaseState.FAILED
+    assert Suite.objects.get().state == SuiteState.DONE
