@@ -112,18 +112,34 @@ def _looks_like_case(folder: Path) -> bool:
     return any((folder / name).is_file() for name in CASE_FILES)
 
 
-def _evals_folder(folder: Path) -> list[Case]:
+def cases_beside(recipe_file: str | os.PathLike, *, root: str | os.PathLike | None = None) -> list[Case]:
+    """The cases of a recipe file on disk (`codes/fix.md` -> `codes/fix/evals/*`), [] when it
+    has none; named from `root` (the repository's root) when the folder is inside it."""
+    folder = Path(cases_folder(os.fspath(recipe_file)))
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    label = str(folder)
+    if root is not None:
+        try:
+            label = folder.resolve().relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
+            pass  # outside the repository: named as given
+    return _evals_folder(folder, label=label)
+
+
+def _evals_folder(folder: Path, *, label: str | None = None) -> list[Case]:
     cases = []
+    prefix = label if label is not None else str(folder)
     for child in sorted(folder.iterdir()):
         if child.is_symlink():
-            cases.append(_symlink_case(child))
+            cases.append(_symlink_case(child, f"{prefix}/{child.name}"))
         elif child.is_dir():
-            cases.append(_case_folder(child, child.name))
+            cases.append(_case_folder(child, child.name, label=f"{prefix}/{child.name}"))
     return cases
 
 
-def _case_folder(folder: Path, name: str) -> Case:
-    label = str(folder)
+def _case_folder(folder: Path, name: str, *, label: str | None = None) -> Case:
+    label = label if label is not None else str(folder)
     files, errors, size = {}, [], 0
     limit = MAX_FILES_BYTES + len(CASE_FILES) * MAX_TEXT_BYTES
     for file in _walk(folder, errors, label):
@@ -160,11 +176,11 @@ def _link_error(link: Path, folder: Path, label: str) -> CaseError:
     return CaseError(where, 0, "", "a symbolic link: a case's files are read as files, never followed")
 
 
-def _symlink_case(link: Path) -> Case:
+def _symlink_case(link: Path, label: str) -> Case:
     return Case(
         name=link.name,
-        folder=str(link),
-        errors=(CaseError(str(link), 0, "", "a symbolic link: a case is a folder, never followed"),),
+        folder=label,
+        errors=(CaseError(label, 0, "", "a symbolic link: a case is a folder, never followed"),),
     )
 
 
@@ -220,6 +236,7 @@ __all__ = [
     "FILES_DIR",
     "NotACasesFolder",
     "cases_at",
+    "cases_beside",
     "cases_on_disk",
     "recipe_cases",
     "recipe_cases_forget",
