@@ -24,6 +24,7 @@ from agents.ports import ModelError, ModelPort, ModelRequest
 from agents.providers import model_for
 from agents.scripted import ScriptError
 from budgets.guard import clamp_max_tokens, input_bound
+from evals.copies import case_copy_remove
 from evals.format import Case
 from evals.grading import Evidence, Failure, grade
 from evals.models import CaseResult, CaseState, Suite, SuiteState
@@ -131,6 +132,7 @@ def grade_case(case_id: int, *, model: ModelPort | None = None, case: Case | Non
         log.exception("grading case %s failed", case_id)
         graded = Graded([], cause=f"grading failed: {type(exc).__name__}: {exc}", error=True)
     store(result, graded)
+    case_copy_remove(result.suite_id, result.name)  # its run's own copy holds what it did
     suite_settle(result.suite_id)
     result.refresh_from_db()
     return result

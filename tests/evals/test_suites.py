@@ -6,6 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from django.conf import settings
 from django.db.models import Sum
 
 from audit.models import AuditEntry
@@ -83,6 +84,7 @@ def test_a_suite_on_main_passes_one_case_and_fails_the_other_naming_the_file(fak
     assert "Fix the failing test in" in str(first) and "The task of this case:" in str(first)
     assert Path(good.run.output_dir).parts[-3:] == ("evals", f"suite-{suite.pk}", "good")
     assert not (recipes / "calc.py").exists()
+    assert not (Path(settings.DATA_DIR) / "evals" / f"suite-{suite.pk}" / "good").exists()  # graded: removed
     # spend: each case's is its run's ledger (the rubric call on it too), the suite's their sum
     assert LedgerEntry.objects.filter(run=good.run, purpose="rubric").count() == 1
     for case in (good, bad):
