@@ -48,15 +48,15 @@ def refuse_over_quota(plan: SuitePlan, *, target: str, user_id: int | None) -> N
         left = quota.standing
         if quota.tokens is not None and plan.budget_tokens > left.tokens_left:
             raise SuiteRefused(
-                f"{worst}; quota {quota.name} leaves {left.tokens_left:,} tokens "
+                f"{worst}; {quota.name} leaves {left.tokens_left:,} tokens "
                 f"({format_tokens(max(left.tokens_left, 0))}): the suite does not fit, nothing was started"
             )
         if quota.micros is not None:
             if plan.money is None:
-                raise SuiteRefused(f"{worst}; quota {quota.name} is in dollars and a model of the suite has no price")
+                raise SuiteRefused(f"{worst}; {quota.name} is in dollars and a model of the suite has no price")
             if to_micros(plan.money) > left.micros_left:
                 raise SuiteRefused(
-                    f"{worst} ({format_money(plan.money)}); quota {quota.name} leaves "
+                    f"{worst} ({format_money(plan.money)}); {quota.name} leaves "
                     f"{format_money(from_micros(left.micros_left))}: the suite does not fit, nothing was started"
                 )
 

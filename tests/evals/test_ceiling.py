@@ -105,7 +105,9 @@ def test_a_suite_that_does_not_fit_a_quota_is_refused_with_the_numbers(fake_anth
         suite_start(user=editor, target="task/fix")
     said = str(refused.value)
     assert f"suite worst case {plan.budget_tokens:,} tokens" in said
-    assert f"leaves {plan.budget_tokens - 1:,} tokens" in said and "nothing was started" in said
+    assert (
+        f"today's quota of user ed leaves {plan.budget_tokens - 1:,} tokens" in said and "nothing was started" in said
+    )
     assert not Suite.objects.exists() and not Run.objects.exists() and len(fake_anthropic.requests) == before
     # a recipe quota counts too; with room for the whole ceiling the suite starts
     quota_set(scope="user", window="day", tokens=plan.budget_tokens, dollars=None, user=editor)
