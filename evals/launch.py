@@ -22,7 +22,7 @@ from evals.grade_run import suite_settle
 from evals.models import CaseResult, CaseState, Suite
 from evals.planning import Read, arm_case, case_args
 from evals.shapes import PlannedCase, SuitePlan, SuiteRefused
-from runs.services import EvalCase, RecipeSource, RunRefused, run_start
+from runs.services import EVAL_SLOT, EvalCase, RecipeSource, RunRefused, run_start
 from rysh_site.roles import user_can
 from spend.quotas import current, quotas_for
 
@@ -140,7 +140,7 @@ def _start_case(suite: Suite, read: Read, planned: PlannedCase, *, user, provide
         )
         placement = EvalCase(
             source=source,
-            slot=f"eval/{suite.pk}/{case.name}"[:260],
+            slot=f"{EVAL_SLOT}{suite.pk}/{case.name}"[:260],
             output_dir=str(Path(settings.RYSH_RESULTS_DIR) / "evals" / f"suite-{suite.pk}" / case.name),
             copy=copy,
             label=f"eval: case {case.name} of suite #{suite.pk} ({suite.side}"

@@ -9,12 +9,14 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from budgets.plan import Grant as PlanGrant
 from evals.grade_run import LOST_SECONDS, grade_case
 from evals.local import suite_drive_here
 from evals.models import CaseResult, CaseState, Suite, SuiteState
 from evals.services import suite_regrade, suite_start
 from runs import worker
 from runs.models import LedgerEntry, Run
+from runs.services import RunRefused, run_grant
 from runs.wiring import arm_run
 from runs.worker import execute
 from spend.services import quota_set
@@ -144,3 +146,10 @@ def test_the_sweeper_grades_again_a_case_whose_grader_was_lost(fake_anthropic, r
     assert f"eval case #{result.pk}: its grading was lost; graded again" in worker.sweep_lost_runs()
     assert grade_case(result.pk).state == CaseState.FAILED
     assert Suite.objects.get().state == SuiteState.DONE
+
+
+def test_an_eval_run_is_never_granted_more_past_its_suites_ceiling(fake_anthropic, recipes):
+    script(fake_anthropic)
+    result = ran(suite_start(user=None, target="task/fix", case="good"))
+    with pytest.raises(RunRefused, match="is an eval case's run: its suite's ceiling holds it"):
+        run_grant(run=result.run, extra=PlanGrant(passes=1))
