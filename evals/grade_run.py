@@ -16,7 +16,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -197,7 +197,10 @@ def case_spend(run_id: int | None) -> tuple[int, Decimal | None]:
     """What the ledger counted for a case: its run's calls and its rubric calls."""
     if run_id is None:
         return 0, None
-    sums = LedgerEntry.objects.filter(run_id=run_id).aggregate(tokens=Sum("counted_tokens"), cost=Sum("cost"))
+    entries = LedgerEntry.objects.filter(run_id=run_id)
+    sums = entries.aggregate(tokens=Sum("counted_tokens"), cost=Sum("cost"), calls=Count("id"))
+    if not sums["calls"]:
+        return 0, Decimal(0)  # no call was made: nothing spent (not "unpriced")
     return sums["tokens"] or 0, sums["cost"]
 
 
