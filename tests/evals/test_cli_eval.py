@@ -132,3 +132,11 @@ def test_a_broken_folder_exits_2(recipes, tmp_path):
 def test_an_unknown_action_is_still_refused_for_the_recipe_kinds():
     with pytest.raises(CommandError, match="invalid choice: 'fly'"):
         call_command("auto", "task", "fly", "x", stdout=StringIO())
+
+
+def test_a_case_whose_run_cannot_start_lands_as_an_error_and_the_suite_still_reports(recipes):
+    code, out, _ = auto_eval("task/fix", "--case", "good", "--provider", "scripted")  # no script beside it
+    assert code == 1
+    assert "ERROR   good: 0 tokens, -" in out and "the run could not start: " in out
+    suite = Suite.objects.get()
+    assert suite.state == "done" and suite.cases.get().run is None
