@@ -2,6 +2,7 @@
 asked only when its call fits the case's share of the ceiling and the quotas, a paused eval run
 ends its case, an errored run lands with its cause, a case lost mid-grade is graded again."""
 
+import multiprocessing
 import threading
 from datetime import timedelta
 
@@ -153,3 +154,24 @@ def test_an_eval_run_is_never_granted_more_past_its_suites_ceiling(fake_anthropi
     result = ran(suite_start(user=None, target="task/fix", case="good"))
     with pytest.raises(RunRefused, match="is an eval case's run: its suite's ceiling holds it"):
         run_grant(run=result.run, extra=PlanGrant(passes=1))
+
+
+def _grade_in_a_daemon(case_id: int) -> None:
+    from evals import tasks  # in the forked worker, as django-q2 imports its task by path
+
+    tasks.grade_case(case_id)
+
+
+def test_a_worker_that_is_a_daemonic_process_grades_output_matches(fake_anthropic, recipes):
+    script(fake_anthropic)
+    result = ran(suite_start(user=None, target="task/fix", case="bad"), "bad")
+    connection.close()  # the child connects afresh
+    worker_process = multiprocessing.get_context("fork").Process(
+        target=_grade_in_a_daemon, args=(result.pk,), daemon=True
+    )
+    worker_process.start()
+    worker_process.join(60)
+    assert worker_process.exitcode == 0
+    result.refresh_from_db()
+    assert result.state == CaseState.FAILED, result.cause
+    assert [f["assertion"] for f in result.failures] == ["files_changed"]  # output_matches ("fixed") held
