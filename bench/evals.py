@@ -21,7 +21,8 @@ Printed side by side:
   calls only) — its seconds against the live suite's, and its model calls against the live one's.
 
 Last line: suite_efficiency=<x> overshoot_tokens=<n> result_grade_s=<s>
-Exit status 1 on any overshoot or a suite not graded by the deadline.
+Exit status 1 on any overshoot, a case that did not pass (each is made to) or a suite not graded by
+the deadline.
 """
 
 from __future__ import annotations
@@ -135,6 +136,11 @@ class Figures:
             f"  server billed {self.billed:,} tokens for both suites; their ceilings {sum(self.ceilings.values()):,}",
         ]
         return out
+
+    @property
+    def all_passed(self) -> bool:
+        """Every case is made to pass: one that does not says the harness (or grading) broke."""
+        return all(a == b for a, _, b in (p.partition("/") for p in (self.passed or {}).values()))
 
     def last_line(self) -> str:
         return (
@@ -255,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     for line in figures.lines():
         say(line)
     say(figures.last_line())
-    return 1 if figures.overshoot_tokens else 0
+    if not figures.all_passed:
+        say(f"error: not every case passed ({figures.passed}); every case of the benchmark is made to pass")
+    return 1 if figures.overshoot_tokens or not figures.all_passed else 0
 
 
 if __name__ == "__main__":

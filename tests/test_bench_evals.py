@@ -42,3 +42,6 @@ def test_the_ideal_is_the_longest_case_and_overshoot_counts_both_the_ledger_and_
     assert figures.overshoot_tokens == 20 + 10
     assert figures.last_line() == "suite_efficiency=0.50 overshoot_tokens=30 result_grade_s=0.25"
     assert any("main: tokens" in line and "90 of 100" in line for line in figures.lines())
+    assert not figures.all_passed
+    figures.passed["change"] = "2/2"
+    assert figures.all_passed
