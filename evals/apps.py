@@ -10,3 +10,8 @@ class EvalsConfig(AppConfig):
 
     def ready(self) -> None:
         from evals import receivers  # noqa: F401 (grading when a case's run ends)
+        from evals.grade_run import cases_sweep_lost  # the sweeper's port is filled once apps are ready
+        from runs.worker import EXTRA_SWEEPS  # (runs never imports evals)
+
+        if cases_sweep_lost not in EXTRA_SWEEPS:
+            EXTRA_SWEEPS.append(cases_sweep_lost)

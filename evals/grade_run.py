@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -23,6 +24,7 @@ from agents.ports import ModelError, ModelPort, ModelRequest
 from agents.providers import model_for
 from agents.scripted import ScriptError
 from budgets.guard import clamp_max_tokens, input_bound
+from evals.copies import case_copy_remove
 from evals.format import Case
 from evals.grading import Evidence, Failure, grade
 from evals.models import CaseResult, CaseState, Suite, SuiteState
@@ -41,6 +43,7 @@ log = logging.getLogger(__name__)
 GRADE_FUNC = "evals.tasks.grade_case"  # the worker's entry point, queued by path
 PURPOSE = "rubric"
 CALL_SECONDS = 300
+LOST_SECONDS = 2 * CALL_SECONDS  # a grading takes at most one rubric call and the reads around it
 COST_PLACES = Decimal("0.000001")
 OPEN_STATES = (CaseState.PENDING, CaseState.GRADING)
 EVAL_ENDED = "eval case ended: paused"  # the cause of an eval run that paused (a pause ends the case)
@@ -72,6 +75,32 @@ def case_run_paused(run: Run, reason: str) -> None:
     finish_run(run, f"{EVAL_ENDED}({reason})")
 
 
+def cases_sweep_lost(*, now=None) -> list[str]:
+    """The every-minute sweeper's share (runs.worker.EXTRA_SWEEPS): a case whose grader was lost
+    (grading longer than its rubric call could take) is graded again; a case whose run ended
+    long ago with no grading queued (the enqueue was lost) gets it queued."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=LOST_SECONDS)
+    said = []
+    for case_id in CaseResult.objects.filter(state=CaseState.GRADING, ended_at__lt=cutoff).values_list("pk", flat=True):
+        if CaseResult.objects.filter(pk=case_id, state=CaseState.GRADING, ended_at__lt=cutoff).update(
+            state=CaseState.PENDING
+        ):
+            enqueue_grade(case_id)
+            said.append(f"eval case #{case_id}: its grading was lost; graded again")
+    from django_q.brokers import get_broker  # the broker is configured only once Django is set up
+
+    if get_broker().queue_size():
+        return said  # a grading task still waiting there may be theirs
+    stranded = CaseResult.objects.filter(
+        state=CaseState.PENDING, run__state=RunState.FINISHED, run__ended_at__lt=cutoff
+    ).values_list("pk", flat=True)
+    for case_id in stranded:
+        enqueue_grade(case_id)  # the claim keeps a second delivery harmless
+        said.append(f"eval case #{case_id}: its run ended with no grading queued; queued")
+    return said
+
+
 # -- grading ---------------------------------------------------------------------------------------
 
 
@@ -86,7 +115,13 @@ class Graded:
 
 def grade_case(case_id: int, *, model: ModelPort | None = None, case: Case | None = None) -> CaseResult | None:
     """Grade one case whose run ended; None when another worker has it (or it was graded)."""
-    if CaseResult.objects.filter(pk=case_id, state=CaseState.PENDING).update(state=CaseState.GRADING) != 1:
+    # pending -> grading once (its claim time in ended_at until it is stored): a second worker leaves
+    if (
+        CaseResult.objects.filter(pk=case_id, state=CaseState.PENDING).update(
+            state=CaseState.GRADING, ended_at=timezone.now()
+        )
+        != 1
+    ):
         return None
     result = CaseResult.objects.select_related("suite", "run").get(pk=case_id)
     try:
@@ -97,6 +132,7 @@ def grade_case(case_id: int, *, model: ModelPort | None = None, case: Case | Non
         log.exception("grading case %s failed", case_id)
         graded = Graded([], cause=f"grading failed: {type(exc).__name__}: {exc}", error=True)
     store(result, graded)
+    case_copy_remove(result.suite_id, result.name)  # its run's own copy holds what it did
     suite_settle(result.suite_id)
     result.refresh_from_db()
     return result
@@ -161,7 +197,10 @@ def case_spend(run_id: int | None) -> tuple[int, Decimal | None]:
     """What the ledger counted for a case: its run's calls and its rubric calls."""
     if run_id is None:
         return 0, None
-    sums = LedgerEntry.objects.filter(run_id=run_id).aggregate(tokens=Sum("counted_tokens"), cost=Sum("cost"))
+    entries = LedgerEntry.objects.filter(run_id=run_id)
+    sums = entries.aggregate(tokens=Sum("counted_tokens"), cost=Sum("cost"), calls=Count("id"))
+    if not sums["calls"]:
+        return 0, Decimal(0)  # no call was made: nothing spent (not "unpriced")
     return sums["tokens"] or 0, sums["cost"]
 
 

@@ -5,9 +5,6 @@ the cases run in parallel. A case whose run cannot start lands as an error with 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 from django.conf import settings
@@ -19,19 +16,18 @@ from audit.services import audit_record
 from budgets.prices import format_money
 from budgets.quota import from_micros, to_micros
 from budgets.units import format_tokens
+from evals.copies import case_copy
 from evals.format import Case, version_digest
 from evals.grade_run import suite_settle
 from evals.models import CaseResult, CaseState, Suite
 from evals.planning import Read, arm_case, case_args
 from evals.shapes import PlannedCase, SuitePlan, SuiteRefused
-from runs.services import EvalCase, RecipeSource, RunRefused, run_start
+from runs.services import EVAL_SLOT, EvalCase, RecipeSource, RunRefused, run_start
 from rysh_site import tracing
 from rysh_site.roles import user_can
 from spend.quotas import current, quotas_for
-from workspaces.source import Source
 
 log = logging.getLogger(__name__)
-AUTHOR = ("-c", "user.name=rysh evals", "-c", "user.email=evals@rysh.invalid", "-c", "commit.gpgsign=false")
 
 
 def refuse_unless_allowed(user) -> None:
@@ -53,15 +49,15 @@ def refuse_over_quota(plan: SuitePlan, *, target: str, user_id: int | None) -> N
         left = quota.standing
         if quota.tokens is not None and plan.budget_tokens > left.tokens_left:
             raise SuiteRefused(
-                f"{worst}; quota {quota.name} leaves {left.tokens_left:,} tokens "
+                f"{worst}; {quota.name} leaves {left.tokens_left:,} tokens "
                 f"({format_tokens(max(left.tokens_left, 0))}): the suite does not fit, nothing was started"
             )
         if quota.micros is not None:
             if plan.money is None:
-                raise SuiteRefused(f"{worst}; quota {quota.name} is in dollars and a model of the suite has no price")
+                raise SuiteRefused(f"{worst}; {quota.name} is in dollars and a model of the suite has no price")
             if to_micros(plan.money) > left.micros_left:
                 raise SuiteRefused(
-                    f"{worst} ({format_money(plan.money)}); quota {quota.name} leaves "
+                    f"{worst} ({format_money(plan.money)}); {quota.name} leaves "
                     f"{format_money(from_micros(left.micros_left))}: the suite does not fit, nothing was started"
                 )
 
@@ -146,7 +142,7 @@ def _start_case(suite: Suite, read: Read, planned: PlannedCase, *, user, provide
         )
         placement = EvalCase(
             source=source,
-            slot=f"eval/{suite.pk}/{case.name}"[:260],
+            slot=f"{EVAL_SLOT}{suite.pk}/{case.name}"[:260],
             output_dir=str(Path(settings.RYSH_RESULTS_DIR) / "evals" / f"suite-{suite.pk}" / case.name),
             copy=copy,
             label=f"eval: case {case.name} of suite #{suite.pk} ({suite.side}"
@@ -185,43 +181,3 @@ def _script(read: Read) -> Path | None:
         if found:
             return found
     return None
-
-
-# -- the working copy an eval case starts from --------------------------------------------------
-
-
-def case_copy(suite: Suite, case: Case) -> Source:
-    """A throwaway git repository committed from the case's files/ (empty without one), which the
-    run's working copy is made from (the agent works at its top)."""
-    home = Path(settings.DATA_DIR) / "evals" / f"suite-{suite.pk}" / case.name
-    if home.exists():
-        shutil.rmtree(home)
-    home.mkdir(parents=True)
-    for relative, data in case.files.items():
-        target = (home / relative).resolve()
-        if not target.is_relative_to(home.resolve()) or ".git" in Path(relative).parts:
-            raise SuiteRefused(f"{case.folder}/files/{relative}: a file outside the case's files/ folder")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    _git(home, "init", "-q", "-b", "main")
-    _git(home, "add", "-A")
-    _git(home, *AUTHOR, "commit", "-q", "--allow-empty", "--no-verify", "-m", f"eval case {case.name}: files/")
-    commit = _git(home, "rev-parse", "HEAD").strip()
-    return Source(
-        location=str(home),
-        shown=f"{case.folder}/files",
-        commit=commit,
-        ref="main",
-        recipes_repo=False,
-        note="" if case.files else f"{case.name} has no files/: its working copy starts empty",
-    )
-
-
-def case_copy_remove(suite_id: int, name: str) -> None:
-    shutil.rmtree(Path(settings.DATA_DIR) / "evals" / f"suite-{suite_id}" / name, ignore_errors=True)
-
-
-def _git(where: Path, *args: str) -> str:
-    env = {"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/")}
-    done = subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, check=True, env=env)
-    return done.stdout

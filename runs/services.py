@@ -142,6 +142,9 @@ class DryRun:
     lines: list[str]
 
 
+EVAL_SLOT = "eval/"  # the slots of eval cases' runs: eval/<suite>/<case>
+
+
 @dataclass(frozen=True)
 class EvalCase:
     """A run of an eval case (docs/evals.md): the recipe as of the suite's commit (not the
@@ -605,6 +608,8 @@ def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
     RYSH_GRANT_MAX_PERCENT of the recipe's own outer ceilings, all grants together."""
     if run.state != RunState.FINISHED:
         raise RunRefused(f"run #{run.pk} has not ended ({run.state_label}); a grant applies to a run that ended")
+    if run.slot.startswith(EVAL_SLOT):  # more for it would be spent past its suite's ceiling
+        raise RunRefused(f"run #{run.pk} is an eval case's run: its suite's ceiling holds it; resume it instead")
     pruned = run_pruned(run).get("steps")
     if pruned:  # going on needs the conversation (a pass cut short goes on where it stopped)
         raise RunRefused(

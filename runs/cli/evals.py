@@ -1,4 +1,4 @@
-"""`auto eval RECIPE|PATH [--case C] [--result] [--json]` (docs/evals.md): the plan first, then the
+"""`auto eval RECIPE|PATH [--case C] [--result] [--json] [--provider P]` (docs/evals.md): the plan first, then the
 suite waited for — on the workers when a cluster runs, else driven in this process — and per case
 pass/fail, tokens, $ and what failed. `--result` grades the last suite's recorded runs again.
 
@@ -35,7 +35,8 @@ def do_eval(cli: Cli, what: str, options) -> None:
             if not as_json:
                 for line in plan_lines:
                     cli.stdout.write(line)
-            suite = suite_start(user=None, target=target, path=path, case=options.get("eval_case"))
+            provider = options.get("provider")
+            suite = suite_start(user=None, target=target, path=path, case=options.get("eval_case"), provider=provider)
             suite = _wait(suite)
     except SuiteRefused as exc:
         if as_json:
@@ -80,7 +81,7 @@ def _wait(suite: Suite) -> Suite:
 
 
 def suite_lines(suite: Suite) -> list[str]:
-    lines = [f"suite #{suite.pk} of {suite.target} ({suite.side}): {suite.get_state_display()}"]
+    lines = [f"suite #{suite.pk} of {suite.target} ({suite.side}): {suite.state}"]
     for case in suite.cases.order_by("name"):
         money = format_money(case.cost) if case.run_id else "-"
         lines.append(f"  {case.state.upper():7} {case.name}: {case.tokens:,} tokens, {money}")
