@@ -7,3 +7,14 @@ class EvalsConfig(AppConfig):
 
     name = "evals"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # the ports of the apps below: reviews asks evals about merges through a list it holds,
+        # and tells it about opened and revised changes with its signals
+        from evals import receivers
+        from evals.selectors import merge_blockers
+        from reviews.services import MERGE_CHECKS
+
+        if merge_blockers not in MERGE_CHECKS:
+            MERGE_CHECKS.append(merge_blockers)
+        receivers.connect()
