@@ -68,7 +68,9 @@ class Row:
     @property
     def what_failed(self) -> list[tuple[str, str]]:
         """(side, message) for every failure on either side, the change's first."""
-        return [(side, m) for side, cell in (("change", self.change), ("main", self.main)) if cell for m in cell.failures]
+        return [
+            (side, m) for side, cell in (("change", self.change), ("main", self.main)) if cell for m in cell.failures
+        ]
 
     @property
     def flipped(self) -> bool:

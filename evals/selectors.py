@@ -6,7 +6,7 @@ from django.conf import settings
 
 from catalogue.repo import RepoError, recipe_path
 from catalogue.spec import FOLDERS
-from evals.compare import Cell, CaseHistory, Comparison, case_histories, compare, side_totals, suite_rates
+from evals.compare import CaseHistory, Cell, Comparison, case_histories, compare, side_totals, suite_rates
 from evals.models import CaseResult, CaseState, Suite, SuiteSide, SuiteState
 from reviews.models import ChangeAction
 from reviews.services import change_request_repo
