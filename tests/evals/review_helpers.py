@@ -9,7 +9,9 @@ import pytest
 from django.test import Client
 
 from catalogue.sync import recipes_sync
+from evals import services
 from evals.models import CaseResult, Suite
+from evals.services import SuitePlan
 from tests.recipes_git import login, make_user, recipe_text
 
 CASES = ".rysh/automations/tasks/report/evals"
@@ -78,3 +80,19 @@ def record_suite(change, side: str, results: dict[str, tuple], *, sha: str | Non
             digest=f"d-{side}-{name}",
         )
     return suite
+
+
+FAILED_FILES = ("failed", 900, "0.0120", [("files_changed", "report.md is outside files_changed ([])")])
+
+
+@pytest.fixture
+def plans(monkeypatch):
+    """The suites' plans (the services' own tests cover how they are made)."""
+    asked = []
+
+    def plan(*, target=None, side="main", change=None, **kwargs):
+        asked.append((target, side, change.pk if change else None))
+        return SuitePlan(target=target, side=side, commit_sha="", recipe_text="", budget_tokens=40_000_000)
+
+    monkeypatch.setattr(services, "suite_plan", plan)
+    return asked

@@ -11,25 +11,12 @@ from django.test import Client
 
 from budgets.units import format_tokens
 from evals import services
-from evals.services import SuitePlan, SuiteRefused
-from tests.evals.review_helpers import CASES, cased, grace, linus, propose, record_suite  # noqa: F401
+from evals.services import SuiteRefused
+from tests.evals.review_helpers import CASES, cased, grace, linus, plans, propose, record_suite  # noqa: F401
 from tests.recipes_git import login, make_user, work  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 FAILED = ("failed", 900, "0.0120", [("files_changed", "report.md is outside files_changed ([])")])
-
-
-@pytest.fixture
-def plans(monkeypatch):
-    """The suites' plans (the services' own tests cover how they are made)."""
-    asked = []
-
-    def plan(*, target=None, side="main", change=None, **kwargs):
-        asked.append((target, side, change.pk if change else None))
-        return SuitePlan(target=target, side=side, commit_sha="", recipe_text="", budget_tokens=40_000_000)
-
-    monkeypatch.setattr(services, "suite_plan", plan)
-    return asked
 
 
 def test_it_shows_both_sides_with_totals_and_what_failed(grace, linus, plans):
