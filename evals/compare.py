@@ -173,7 +173,7 @@ class CaseHistory:
 def case_histories(cells: Iterable[Cell], *, recent: int = 10) -> dict[str, CaseHistory]:
     """Per case name: its newest `recent` results, its pass rate over time and whether it is
     flaky. `cells` in any order; ordered by suite (oldest first) here."""
-    ordered = sorted(cells, key=lambda c: (c.when or datetime.min, c.suite_id))
+    ordered = sorted(cells, key=_chronological)
     by_name: dict[str, list[Cell]] = {}
     for cell in ordered:
         by_name.setdefault(cell.name, []).append(cell)
@@ -183,13 +183,17 @@ def case_histories(cells: Iterable[Cell], *, recent: int = 10) -> dict[str, Case
     }
 
 
+def _chronological(cell: Cell) -> tuple[float, int]:
+    return (cell.when.timestamp() if cell.when else float("-inf"), cell.suite_id)
+
+
 def suite_rates(cells: Iterable[Cell]) -> list[tuple[int, float]]:
     """(suite id, pass rate) per suite with every case graded, oldest first."""
     suites: dict[int, list[Cell]] = {}
     order: dict[int, tuple] = {}
     for cell in cells:
         suites.setdefault(cell.suite_id, []).append(cell)
-        order[cell.suite_id] = (cell.when or datetime.min, cell.suite_id)
+        order[cell.suite_id] = _chronological(cell)
     return [
         (sid, sum(c.passed for c in mine) / len(mine))
         for sid, mine in sorted(suites.items(), key=lambda item: order[item[0]])
