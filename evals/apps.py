@@ -11,10 +11,13 @@ class EvalsConfig(AppConfig):
     def ready(self) -> None:
         # the ports of the apps below: reviews asks evals about merges through a list it holds,
         # and tells it about opened and revised changes with its signals
-        from evals import receivers
+        from evals import (
+            receivers,  # noqa: F401 (grading when a case's run ends)
+            review_hooks,
+        )
         from evals.selectors import merge_blockers
         from reviews.services import MERGE_CHECKS
 
         if merge_blockers not in MERGE_CHECKS:
             MERGE_CHECKS.append(merge_blockers)
-        receivers.connect()
+        review_hooks.connect()

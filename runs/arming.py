@@ -28,6 +28,11 @@ OVERRIDES = {
 # `--workdir DIR` (docs/coding-loops.md): kept with the other overrides on the run, so every
 # worker re-arms its copy in the same folder
 WORKDIR_OVERRIDE = "workdir"
+# an eval case's run (docs/evals.md): the case's task after the recipe's prompt, and its
+# `until:` as the goal; kept with the other overrides, so every worker re-arms it the same way
+TASK_OVERRIDE = "task"
+UNTIL_OVERRIDE = "until"
+CASE_TASK_HEADING = "The task of this case:"
 # what a preview fills `{{workdir}}` with: no copy exists before the run starts
 COPY_PREVIEW = "<the run's working copy>"
 
@@ -46,6 +51,12 @@ def apply_overrides(spec: RecipeSpec, overrides: dict[str, Any]) -> RecipeSpec:
     for key, raw in overrides.items():
         if key == WORKDIR_OVERRIDE:
             spec = dataclasses.replace(spec, workdir=_workdir_override(spec, raw))
+            continue
+        if key == TASK_OVERRIDE:
+            spec = dataclasses.replace(spec, prompt=f"{spec.prompt}\n\n{CASE_TASK_HEADING}\n{raw}")
+            continue
+        if key == UNTIL_OVERRIDE:
+            loop = dataclasses.replace(loop, until=str(raw))
             continue
         if key not in OVERRIDES:
             raise OverrideError(f"unknown override {key!r}; known: {', '.join(OVERRIDES)}")

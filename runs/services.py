@@ -141,6 +141,20 @@ class DryRun:
     lines: list[str]
 
 
+@dataclass(frozen=True)
+class EvalCase:
+    """A run of an eval case (docs/evals.md): the recipe as of the suite's commit (not the
+    catalogue's good version), a slot and results folder of its own, so it neither blocks nor
+    is blocked by the recipe's ordinary runs, and for a `workdir:` recipe the working copy made
+    from the case's files/ (`copy`). `label` is said on the run's page."""
+
+    source: RecipeSource
+    slot: str
+    output_dir: str
+    copy: CopySource | None
+    label: str
+
+
 def run_start(
     *,
     kind: str,
@@ -156,13 +170,18 @@ def run_start(
     base: str | None = None,
     workdir: str | None = None,
     catalogue_only: bool = False,
+    eval_case: EvalCase | None = None,
 ) -> Run | DryRun:
     """Arm and queue a run, or refuse with a clear message before anything is spent. `base`:
     the branch, tag or commit a coding run's copy starts from (`--base`; else the recipe's
     `base:`, else the head of the recipes branch). `workdir` (`--workdir`) puts a coding run's
     agent in another folder of the repository. `catalogue_only`: started from the web, the API
-    or MCP (see recipe_source)."""
-    source = recipe_source(kind=kind, name_or_path=name_or_path, catalogue_only=catalogue_only)
+    or MCP (see recipe_source). `eval_case`: the run of an eval case (see EvalCase)."""
+    if eval_case is not None:
+        source = eval_case.source
+        source.notes.append(eval_case.label)
+    else:
+        source = recipe_source(kind=kind, name_or_path=name_or_path, catalogue_only=catalogue_only)
     overrides = {**(overrides or {}), **({WORKDIR_OVERRIDE: workdir} if workdir is not None else {})}
     try:
         spec, plan = arm(source.text, path=source.path, kind=kind, overrides=overrides)
@@ -171,12 +190,19 @@ def run_start(
         raise RunRefused(str(exc)) from None
     # what `check` refuses with the database (MCP servers, channels, the base, the workdir), of the
     # recipe as written: a run's own --workdir or --base is checked where the copy is chosen
-    if extra := extra_issues(parse_recipe(source.text, path=source.path, kind=kind)):
+    extra = extra_issues(parse_recipe(source.text, path=source.path, kind=kind))
+    if eval_case is not None:  # an eval case's copy is its own (its files/), not the repository's
+        extra = [issue for issue in extra if issue.field not in ("workdir", "base")]
+    if extra:
         raise RunRefused("; ".join(str(issue) for issue in extra))
     if WORKDIR_OVERRIDE in overrides:
         overrides[WORKDIR_OVERRIDE] = spec.workdir  # as normalised: `pkg/` and `pkg` are one slot
     slot, output_dir = _slot_and_folder(spec, args, overrides, output_dir)
-    owner = results_folder_owner(kind=spec.kind, name=spec.name, output_dir=spec.output_dir or "")
+    if eval_case is not None:
+        slot, output_dir = eval_case.slot, Path(eval_case.output_dir)
+    owner = (
+        None if eval_case else results_folder_owner(kind=spec.kind, name=spec.name, output_dir=spec.output_dir or "")
+    )
     if owner is not None:
         raise RunRefused(
             f"{spec.target}: output_dir {spec.output_dir!r} is the results folder of {owner.target} "
@@ -191,7 +217,11 @@ def run_start(
             f"RYSH_CHROMIUM is {settings.RYSH_CHROMIUM}, which does not exist; install "
             "Chromium (make install) or unset RYSH_CHROMIUM to use Playwright's own"
         )
-    copy_source = _copy_source(spec, source, base, resumed_from)
+    if eval_case is not None and spec.workdir is not None:
+        _refuse_without_sandbox(spec.target)
+        copy_source = eval_case.copy
+    else:
+        copy_source = _copy_source(spec, source, base, resumed_from)
     executor, judge = models_for(spec)
     if dry_run:
         lines = _dry_run_lines(spec, plan, source, args, str(output_dir), executor, judge, user=user, copy=copy_source)
