@@ -18,8 +18,8 @@ from budgets.units import format_tokens
 from catalogue.models import Recipe
 from catalogue.plan_report import models_for, worst_case_money
 from catalogue.recipe import RecipeError
-from catalogue.repo import RepoError, open_repo, reopen_location
-from catalogue.spec import RecipeSpec
+from catalogue.repo import RepoError, open_repo, recipe_path, reopen_location, split_recipe_path
+from catalogue.spec import FOLDERS, RecipeSpec
 from evals.format import Case, CaseError, cases_folder, check_args, read_cases
 from evals.rubric import rubric_worst
 from evals.shapes import PlannedCase, SuitePlan, SuiteRefused
@@ -138,6 +138,15 @@ def plan_lines(plan: SuitePlan) -> list[str]:
 # -- reading the recipe and its cases --------------------------------------------------------------
 
 
+def change_recipe_file(change) -> str:
+    """The recipe a change request is about: its path, or for a change of one of the recipe's eval
+    cases (whose path is the case's file), the recipe beside them."""
+    path = change.new_path or change.path
+    if split_recipe_path(path) is None:
+        path = recipe_path(FOLDERS[change.kind], change.new_name or change.name)
+    return path
+
+
 def read_target(target: str, *, side: str, change=None) -> Read:
     """The recipe `kind/name` and its cases at the head of the tracked branch ("main") or of
     `change`'s review branch ("change")."""
@@ -148,7 +157,7 @@ def read_target(target: str, *, side: str, change=None) -> Read:
             raise SuiteRefused("a suite on the change side needs the change request")
         git = open_repo(reopen_location(change.repo, settings.RYSH_RECIPES_REPO))
         sha = change.head_sha
-        path = change.new_path or change.path
+        path = change_recipe_file(change)
         if not sha:
             raise SuiteRefused(f"change request #{change.pk} has no review branch to read")
     else:

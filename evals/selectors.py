@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from catalogue.repo import RepoError, recipe_path
-from catalogue.spec import FOLDERS
+from catalogue.repo import RepoError
 from evals.compare import CaseHistory, Cell, Comparison, case_histories, compare, side_totals, suite_rates
 from evals.models import CaseResult, CaseState, Suite, SuiteSide, SuiteState
+from evals.planning import change_recipe_file
 from reviews.models import ChangeAction
 from reviews.services import change_request_repo
 
@@ -93,11 +93,6 @@ def cases_prefix(recipe_file: str) -> str:
     return recipe_file.removesuffix(".md") + "/evals/"
 
 
-def change_recipe_path(change) -> str:
-    """The recipe a change is about (a case change's path is the case's file)."""
-    return recipe_path(FOLDERS.get(change.kind, change.kind), change.new_name or change.name)
-
-
 def change_is_case_edit(change) -> bool:
     return "/evals/" in (change.new_path or change.path or "")
 
@@ -109,7 +104,7 @@ def change_has_cases(change) -> bool:
         return True
     if change.action == ChangeAction.DELETE:
         return False
-    prefix = cases_prefix(change_recipe_path(change))
+    prefix = cases_prefix(change_recipe_file(change))
     try:
         git = change_request_repo(change)
         return any(
