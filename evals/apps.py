@@ -9,15 +9,14 @@ class EvalsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # the ports of the apps below: reviews asks evals about merges through a list it holds,
-        # and tells it about opened and revised changes with its signals
-        from evals import (
-            receivers,  # noqa: F401 (grading when a case's run ends)
-            review_hooks,
-        )
-        from evals.selectors import merge_blockers
-        from reviews.services import MERGE_CHECKS
+        # the ports of the apps below, wired once the apps are loaded: runs' signals grade a case
+        # when its run ends; reviews asks evals about merges through a list it holds
+        # (MERGE_CHECKS), and tells it about opened and revised changes with its signals
+        from evals import receivers  # noqa: F401  (connected on import)
+        from evals.review_hooks import connect as review_hooks_connect  # reviews' signals
+        from evals.selectors import merge_blockers  # the merge gate
+        from reviews.services import MERGE_CHECKS  # the port reviews holds
 
         if merge_blockers not in MERGE_CHECKS:
             MERGE_CHECKS.append(merge_blockers)
-        review_hooks.connect()
+        review_hooks_connect()
