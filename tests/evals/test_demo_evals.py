@@ -66,7 +66,7 @@ def test_the_demo_suites_show_the_difference(demo, settings):
     row = re.search(r'id="eval-row-keeps-to-the-tests".*?</tr>', page, re.S).group(0)
     assert 'class="eval-main"><span class="eval eval-failed">failed' in row
     assert 'class="eval-change"><span class="eval eval-passed">passed' in row
-    assert "main:</span> files_changed:" in row and "calc.py" in row
+    assert "main:</span> files_changed:" in row and "calc.py" in row and "free (offline)" in row
     assert "1/2 passed (50%)" in page and "2/2 passed (100%)" in page and "Δ pass rate +50%" in page
     assert "no recipe cost delta" in page
 
