@@ -19,7 +19,8 @@ from catalogue.repo import RepoError, open_repo
 from catalogue.spec import FOLDERS
 from evals import services
 from evals.compare import chart_points
-from evals.format import Case, cases_folder, parse_expect, parse_rubric, parse_task, read_cases
+from evals.format import Case, cases_folder, parse_expect, parse_rubric, parse_task
+from evals.planning import cases_at
 from evals.selectors import (
     change_has_cases,
     change_is_case_edit,
@@ -146,11 +147,7 @@ def change_evals_run(request: HttpRequest, pk: int) -> HttpResponse:
 def recipe_cases_read(recipe: Recipe) -> list[Case]:
     """The recipe's cases as on the tracked branch (broken ones with their errors)."""
     git = open_repo(settings.RYSH_RECIPES_REPO)
-    head = git.resolve(f"refs/heads/{settings.RYSH_RECIPES_BRANCH}") or git.head(settings.RYSH_RECIPES_BRANCH)
-    folder = cases_folder(recipe.path)
-    listing = {p: b for p, b in git.tree(head).items() if p.startswith(folder + "/")}
-    blobs = git.read_blobs(listing.values())
-    return read_cases({p: blobs[b] for p, b in listing.items()}, folder)
+    return cases_at(git, git.head(settings.RYSH_RECIPES_BRANCH), recipe.path)
 
 
 def recipe_evals_context(request: HttpRequest, recipe: Recipe) -> dict:
