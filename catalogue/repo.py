@@ -389,9 +389,10 @@ class GitRepo:
         raw = self.out("diff", "-z", "--raw", "--no-renames", "--no-abbrev", since, head, "--", RECIPES_DIR)
         return list(_parse_raw(raw.split("\0")))
 
-    def tree(self, sha: str) -> dict[str, str]:
-        """path -> blob of every file under .rysh/automations at a commit (no contents read)."""
-        raw = self.out("ls-tree", "-r", "-z", "--full-tree", sha, "--", RECIPES_DIR)
+    def tree(self, sha: str, under: str = RECIPES_DIR) -> dict[str, str]:
+        """path -> blob of every file under .rysh/automations (or the folder `under`) at a
+        commit (no contents read)."""
+        raw = self.out("ls-tree", "-r", "-z", "--full-tree", sha, "--", under)
         files = {}
         for entry in filter(None, raw.split("\0")):
             meta, path = entry.split("\t", 1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 GRADE_FUNC = "evals.tasks.grade_case"  # the worker's entry point, queued by path
 PURPOSE = "rubric"
 CALL_SECONDS = 300
+LOST_SECONDS = 2 * CALL_SECONDS  # a grading takes at most one rubric call and the reads around it
 COST_PLACES = Decimal("0.000001")
 OPEN_STATES = (CaseState.PENDING, CaseState.GRADING)
 EVAL_ENDED = "eval case ended: paused"  # the cause of an eval run that paused (a pause ends the case)
@@ -72,6 +74,32 @@ def case_run_paused(run: Run, reason: str) -> None:
     finish_run(run, f"{EVAL_ENDED}({reason})")
 
 
+def cases_sweep_lost(*, now=None) -> list[str]:
+    """The every-minute sweeper's share (runs.worker.EXTRA_SWEEPS): a case whose grader was lost
+    (grading longer than its rubric call could take) is graded again; a case whose run ended
+    long ago with no grading queued (the enqueue was lost) gets it queued."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=LOST_SECONDS)
+    said = []
+    for case_id in CaseResult.objects.filter(state=CaseState.GRADING, ended_at__lt=cutoff).values_list("pk", flat=True):
+        if CaseResult.objects.filter(pk=case_id, state=CaseState.GRADING, ended_at__lt=cutoff).update(
+            state=CaseState.PENDING
+        ):
+            enqueue_grade(case_id)
+            said.append(f"eval case #{case_id}: its grading was lost; graded again")
+    from django_q.brokers import get_broker  # the broker is configured only once Django is set up
+
+    if get_broker().queue_size():
+        return said  # a grading task still waiting there may be theirs
+    stranded = CaseResult.objects.filter(
+        state=CaseState.PENDING, run__state=RunState.FINISHED, run__ended_at__lt=cutoff
+    ).values_list("pk", flat=True)
+    for case_id in stranded:
+        enqueue_grade(case_id)  # the claim keeps a second delivery harmless
+        said.append(f"eval case #{case_id}: its run ended with no grading queued; queued")
+    return said
+
+
 # -- grading ---------------------------------------------------------------------------------------
 
 
@@ -86,7 +114,13 @@ class Graded:
 
 def grade_case(case_id: int, *, model: ModelPort | None = None, case: Case | None = None) -> CaseResult | None:
     """Grade one case whose run ended; None when another worker has it (or it was graded)."""
-    if CaseResult.objects.filter(pk=case_id, state=CaseState.PENDING).update(state=CaseState.GRADING) != 1:
+    # pending -> grading once (its claim time in ended_at until it is stored): a second worker leaves
+    if (
+        CaseResult.objects.filter(pk=case_id, state=CaseState.PENDING).update(
+            state=CaseState.GRADING, ended_at=timezone.now()
+        )
+        != 1
+    ):
         return None
     result = CaseResult.objects.select_related("suite", "run").get(pk=case_id)
     try:

@@ -11,6 +11,7 @@ cannot be read is checked as the whole string it is.
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from agents.shell_commands import WILD, read_command_line
 from evals.format import Expect
 
 MAX_NAMED = 20  # failures of one assertion listed one by one; the rest counted
+REGEX_SECONDS = 10.0  # output_matches: one regex over a run's final answer and result files
 
 
 @dataclass(frozen=True)
@@ -193,18 +195,69 @@ def _commands_forbidden(patterns: tuple[str, ...], parts: dict[str, CommandParts
 
 
 def _output_matches(regexes: tuple[str, ...], evidence: Evidence) -> list[Failure]:
+    if not regexes:
+        return []
     failures = []
     texts = [evidence.final_answer, *evidence.results.values()]
     where = f"the final answer or the {len(evidence.results)} result files"
+    for regex, found in zip(regexes, _search(regexes, texts), strict=True):
+        if isinstance(found, str):  # parse_expect refuses these; a stale record may still hold one
+            failures.append(Failure("output_matches", f"{regex!r} is not a regular expression: {found}"))
+        elif found is None:
+            failures.append(
+                Failure(
+                    "output_matches",
+                    f"{regex!r} took longer than {REGEX_SECONDS:g}s over {where}: simplify the regex",
+                )
+            )
+        elif not found:
+            failures.append(Failure("output_matches", f"no match for {regex!r} in {where}"))
+    return failures
+
+
+def _search(regexes: tuple[str, ...], texts: list[str]) -> list[bool | str | None]:
+    """Whether each regex is found in one of `texts` (True/False), why it does not compile (a
+    text), or None when its time (REGEX_SECONDS each) ran out. In a forked child, as the coding
+    tools' grep: Python's regex engine cannot be interrupted, and a pattern such as `(a+)+$`
+    over a result file would otherwise hold the worker for good. A regex that runs out of time
+    is given up and the child started again for the ones after it."""
+    answers: list[bool | str | None] = []
+    while len(answers) < len(regexes):
+        answers += _search_some(regexes[len(answers) :], texts)
+        if len(answers) < len(regexes):
+            answers.append(None)  # the one the child was on when its time ran out
+    return answers
+
+
+def _search_some(regexes: tuple[str, ...], texts: list[str]) -> list[bool | str]:
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_search_in_child, args=(regexes, texts, send), daemon=True)
+    child.start()
+    send.close()
+    answers: list[bool | str] = []
+    try:
+        while len(answers) < len(regexes) and receive.poll(REGEX_SECONDS):
+            answers.append(receive.recv())
+    except EOFError:
+        pass  # the child died: the regex it was on counts as out of time
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join(1)
+        receive.close()
+    return answers
+
+
+def _search_in_child(regexes: tuple[str, ...], texts: list[str], send) -> None:
     for regex in regexes:
         try:
             compiled = re.compile(regex, re.MULTILINE)
-        except re.error as exc:  # parse_expect refuses these; a stale record may still hold one
-            failures.append(Failure("output_matches", f"{regex!r} is not a regular expression: {exc}"))
+        except (re.error, RecursionError, OverflowError, ValueError) as exc:
+            send.send(str(exc))
             continue
-        if not any(compiled.search(text) for text in texts):
-            failures.append(Failure("output_matches", f"no match for {regex!r} in {where}"))
-    return failures
+        send.send(any(compiled.search(text) for text in texts))
+    send.close()
 
 
 def _capped(assertion: str, messages: list[str], what: str) -> list[Failure]:

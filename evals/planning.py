@@ -18,9 +18,10 @@ from budgets.units import format_tokens
 from catalogue.models import Recipe
 from catalogue.plan_report import models_for, worst_case_money
 from catalogue.recipe import RecipeError
-from catalogue.repo import RepoError, open_repo, recipe_path, reopen_location, split_recipe_path
-from catalogue.spec import FOLDERS, RecipeSpec
-from evals.format import Case, CaseError, cases_folder, check_args, read_cases
+from catalogue.repo import RepoError, open_repo, reopen_location
+from catalogue.spec import RecipeSpec
+from evals import sources
+from evals.format import Case, CaseError, check_args
 from evals.rubric import rubric_worst
 from evals.shapes import PlannedCase, SuitePlan, SuiteRefused
 from runs.arming import TASK_OVERRIDE, UNTIL_OVERRIDE, WORKDIR_OVERRIDE, OverrideError, arm
@@ -138,15 +139,6 @@ def plan_lines(plan: SuitePlan) -> list[str]:
 # -- reading the recipe and its cases --------------------------------------------------------------
 
 
-def change_recipe_file(change) -> str:
-    """The recipe a change request is about: its path, or for a change of one of the recipe's eval
-    cases (whose path is the case's file), the recipe beside them."""
-    path = change.new_path or change.path
-    if split_recipe_path(path) is None:
-        path = recipe_path(FOLDERS[change.kind], change.new_name or change.name)
-    return path
-
-
 def read_target(target: str, *, side: str, change=None) -> Read:
     """The recipe `kind/name` and its cases at the head of the tracked branch ("main") or of
     `change`'s review branch ("change")."""
@@ -157,7 +149,7 @@ def read_target(target: str, *, side: str, change=None) -> Read:
             raise SuiteRefused("a suite on the change side needs the change request")
         git = open_repo(reopen_location(change.repo, settings.RYSH_RECIPES_REPO))
         sha = change.head_sha
-        path = change_recipe_file(change)
+        path = change_recipe_path(change)
         if not sha:
             raise SuiteRefused(f"change request #{change.pk} has no review branch to read")
     else:
@@ -176,28 +168,31 @@ def read_target(target: str, *, side: str, change=None) -> Read:
     return Read(kind=kind, path=path, text=text, commit_sha=sha, cases=cases_at(git, sha, path), recipe=recipe)
 
 
+def change_recipe_path(change) -> str:
+    """The recipe a change request is about: its file, or — a change to one of its cases' files
+    (`<recipe folder>/<name>/evals/<case>/…`) — the recipe beside that evals/ folder."""
+    path = change.new_path or change.path
+    head, found, _ = path.partition("/evals/")
+    return f"{head}.md" if found else path
+
+
 def cases_at(git, sha: str, recipe_path: str) -> list[Case]:
     """The cases beside a recipe in the repository at a commit (only their blobs are read)."""
     try:
-        from evals.sources import cases_at as read_at  # helper A's reader, when it is there
-    except ImportError:
-        read_at = None
-    if read_at is not None:
-        return read_at(git, sha, recipe_path)
-    folder = cases_folder(recipe_path)
-    blobs = {p: b for p, b in git.tree(sha).items() if p.startswith(folder + "/")}
-    data = git.read_blobs(blobs.values())
-    return read_cases({p: data[b] for p, b in blobs.items()}, folder)
+        return sources.cases_at(git, sha, recipe_path)
+    except RepoError as exc:
+        raise SuiteRefused(f"{recipe_path}: its cases cannot be read at {sha[:8]}: {exc}") from None
 
 
 def read_path(path: str) -> Read:
     """A folder on disk in rysh's layout, run on the built-in coding agent."""
-    from evals.sources import BUILT_IN_AGENT, cases_on_disk  # helper A's reader of rysh's layout
-
     folder = Path(path).resolve()
     if not folder.is_dir():
         raise SuiteRefused(f"{path}: no such folder (expected a package holding evals/, an evals/ folder or a case)")
-    cases = cases_on_disk(str(folder))
+    try:
+        cases = sources.cases_on_disk(str(folder))
+    except sources.NotACasesFolder as exc:
+        raise SuiteRefused(str(exc)) from None
     if not cases:
         raise SuiteRefused(f"{path}: no eval case there (expected <case>/task.md and <case>/expect.yaml under evals/)")
     package = folder.parent if folder.name == "evals" else folder
@@ -205,5 +200,10 @@ def read_path(path: str) -> Read:
         package = folder.parent.parent if folder.parent.name == "evals" else folder.parent
     name = re.sub(r"[^a-z0-9-]+", "-", package.name.lower()).strip("-")[:60] or "package"
     return Read(
-        kind="code", path=f"{package}/{name}.md", text=BUILT_IN_AGENT, commit_sha="", cases=cases, folder=str(folder)
+        kind="code",
+        path=f"{package}/{name}.md",
+        text=sources.BUILT_IN_AGENT,
+        commit_sha="",
+        cases=cases,
+        folder=str(folder),
     )

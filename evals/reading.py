@@ -8,7 +8,7 @@ from django.conf import settings
 from catalogue.repo import open_repo, reopen_location
 from evals.format import Case
 from evals.models import Suite, SuiteSide
-from evals.planning import Read, cases_at, change_recipe_file, read_path, read_target
+from evals.planning import Read, cases_at, change_recipe_path, read_path, read_target
 
 
 def suite_read(suite: Suite, *, now: bool = False) -> Read:
@@ -20,7 +20,7 @@ def suite_read(suite: Suite, *, now: bool = False) -> Read:
         return read_target(_target(suite), side=suite.side, change=change)
     if suite.side == SuiteSide.CHANGE and change is not None:
         git = open_repo(reopen_location(change.repo, settings.RYSH_RECIPES_REPO))
-        path = change_recipe_file(change)
+        path = change_recipe_path(change)
     else:
         git = open_repo(settings.RYSH_RECIPES_REPO)
         path = suite.recipe.path if suite.recipe else ""

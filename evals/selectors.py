@@ -7,7 +7,7 @@ from django.conf import settings
 from catalogue.repo import RepoError
 from evals.compare import CaseHistory, Cell, Comparison, case_histories, compare, side_totals, suite_rates
 from evals.models import CaseResult, CaseState, Suite, SuiteSide, SuiteState
-from evals.planning import change_recipe_file
+from evals.planning import change_recipe_path
 from reviews.models import ChangeAction
 from reviews.services import change_request_repo
 
@@ -104,7 +104,7 @@ def change_has_cases(change) -> bool:
         return True
     if change.action == ChangeAction.DELETE:
         return False
-    prefix = cases_prefix(change_recipe_file(change))
+    prefix = cases_prefix(change_recipe_path(change))
     try:
         git = change_request_repo(change)
         return any(

@@ -19,8 +19,7 @@ from catalogue.repo import RepoError, open_repo
 from catalogue.spec import FOLDERS
 from evals import services
 from evals.compare import chart_points
-from evals.format import Case, cases_folder, parse_expect, parse_rubric, parse_task
-from evals.planning import cases_at
+from evals.format import cases_folder, parse_expect, parse_rubric, parse_task
 from evals.selectors import (
     change_has_cases,
     change_is_case_edit,
@@ -28,6 +27,7 @@ from evals.selectors import (
     recipe_suite_rates,
     suite_comparison,
 )
+from evals.sources import recipe_cases
 from reviews.models import ChangeRequest
 from reviews.services import (
     ReviewError,
@@ -144,17 +144,8 @@ def change_evals_run(request: HttpRequest, pk: int) -> HttpResponse:
 # --- the recipe page's cases -------------------------------------------------------------------
 
 
-def recipe_cases_read(recipe: Recipe) -> list[Case]:
-    """The recipe's cases as on the tracked branch (broken ones with their errors)."""
-    git = open_repo(settings.RYSH_RECIPES_REPO)
-    return cases_at(git, git.head(settings.RYSH_RECIPES_BRANCH), recipe.path)
-
-
 def recipe_evals_context(request: HttpRequest, recipe: Recipe) -> dict:
-    try:
-        cases = recipe_cases_read(recipe)
-    except (RepoError, ValueError) as exc:
-        return {"evals_error": str(exc), "eval_cases": []}
+    cases = recipe_cases(recipe)  # as the catalogue last synced them
     history = recipe_case_history(recipe.target)
     rows = []
     for case in cases:

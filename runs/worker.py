@@ -7,6 +7,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -45,11 +46,17 @@ def execute_rejudge(rejudge_id: int) -> None:
     rejudge_execute(rejudge_id)
 
 
+# what apps above runs also sweep every minute (evals: cases whose grading was lost); a port they
+# fill in their AppConfig.ready(), so runs never imports them
+EXTRA_SWEEPS: list[Callable[[], list[str]]] = []
+
+
 def sweep_lost_runs() -> list[str]:
     """django-q2 entry point of the every-minute sweeper schedule; it also continues the runs
     paused on a quota whose window rolled over meanwhile."""
     drop_dead_connection()
-    return runs_sweep_lost() + requeue_stranded_runs() + quota_wake() + rejudges_sweep_lost()
+    said = runs_sweep_lost() + requeue_stranded_runs() + quota_wake() + rejudges_sweep_lost()
+    return said + [line for sweep in EXTRA_SWEEPS for line in sweep()]
 
 
 def drop_dead_connection() -> None:

@@ -21,6 +21,8 @@ from catalogue.recipe import RecipeError, RecipeIssue, load_recipe, parse_recipe
 from catalogue.selectors import tokenizer_notes
 from catalogue.spec import Kind
 from catalogue.workdir import find_recipe
+from evals.checks import case_check
+from evals.sources import cases_beside
 from runs import rejudge, services
 from runs.cli.common import Cli
 from runs.outlook import WorstCase, price_warnings, quota_lines
@@ -29,7 +31,8 @@ from toolservers.checks import approve_warnings as mcp_approve_warnings
 
 def do_check(cli: Cli, target, recipe_args, options):
     try:
-        spec = load_recipe(find_recipe(target, kind=cli.kind, root=settings.RYSH_RECIPES_REPO), kind=cli.kind)
+        path = find_recipe(target, kind=cli.kind, root=settings.RYSH_RECIPES_REPO)
+        spec = load_recipe(path, kind=cli.kind)
     except FileNotFoundError as exc:
         raise CommandError(str(exc)) from None
     except RecipeError as exc:
@@ -48,10 +51,20 @@ def do_check(cli: Cli, target, recipe_args, options):
         cli.stdout.write(f"model: {line}")
     for line in report.quota_lines:
         cli.stdout.write(f"quota: {line}")
-    if report.warnings:
+    checks = [case_check(case, spec) for case in cases_beside(path, root=settings.RYSH_RECIPES_REPO)]
+    warnings = [*report.warnings, *(warning for check in checks for warning in check.warnings)]
+    if warnings:
         cli.stdout.write("warnings:")
-        for warning in report.warnings:
+        for warning in warnings:
             cli.stdout.write(f"  - {warning}")
+    if checks:
+        cli.stdout.write(f"eval cases: {len(checks)}")
+        for check in checks:
+            cli.stdout.write(f"  - {check.line}")
+    if case_errors := [error for check in checks for error in check.errors]:
+        for error in case_errors:
+            cli.stderr.write(str(error))
+        raise CommandError(f"{len(case_errors)} error(s) in the eval cases of {target}")
     cli.stdout.write(f"ok: {spec.target} is valid")
 
 

@@ -109,9 +109,9 @@ def recipes(tmp_path, results_root, settings):
     return repo
 
 
-def case_of(body: dict) -> str | None:
+def case_of(body: dict, names) -> str | None:
     first = json.dumps(body.get("messages", [{}])[0])
-    return next((name for name in TURNS if f"[case {name}]" in first), None)
+    return next((name for name in names if f"[case {name}]" in first), None)
 
 
 def script(fake, turns: dict | None = None, verdict: str = "YES\nthe fix is in calc.py") -> None:
@@ -121,7 +121,7 @@ def script(fake, turns: dict | None = None, verdict: str = "YES\nthe fix is in c
     def respond(body):
         if "independent judge" in str(body.get("system")):
             return {"text": verdict}
-        name = case_of(body)
+        name = case_of(body, turns)
         said = sum(1 for m in body.get("messages", []) if m["role"] == "assistant")
         mine = turns.get(name) or [{"text": "Done."}]
         return mine[min(said, len(mine) - 1)]

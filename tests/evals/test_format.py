@@ -289,3 +289,79 @@ def test_it_checks_args_against_the_recipe():
     assert check_args(Case(name="c", folder="f/c"), [], recipe="codes/fix") == []
     [error] = check_args(Case(name="c", folder="f/c", args={"a": "1"}), [], recipe="codes/fix")
     assert "(its arguments: none)" in error.message
+
+
+# --- injected faults, generated ------------------------------------------------------------
+
+BAD_ITEMS = {
+    "files_changed": ["/abs/**", "a/../b", "dir/", "a//b", "''", "./x"],
+    "output_matches": ["'('", "'[z-a]'", "'a{2,1}'", "'(?P<x>a)(?P<x>b)'", "'*'"],
+    "commands_allowed": ["''", "'  '"],
+    "commands_forbidden": ["''", "' '"],
+}
+
+
+@st.composite
+def expect_with_a_fault(draw):
+    """A block-style expect.yaml with one faulty item or key at a known line: (text, line, field)."""
+    lines: list[str] = []
+    slots: list[tuple[int, str]] = []  # (line index, field) where an item sits
+    keys = draw(st.permutations(["files_changed", "commands_allowed", "commands_forbidden", "output_matches"]))
+    for key in keys:
+        lines.append(f"{key}:")
+        for _ in range(draw(st.integers(1, 3))):
+            slots.append((len(lines), key))
+            lines.append(
+                "  - " + json.dumps(draw(st.sampled_from(["src/**", "x"] if key == "files_changed" else ["ok"])))
+            )
+    kind = draw(st.sampled_from(["item", "key", "max_tokens"]))
+    if kind == "item":
+        index, key = draw(st.sampled_from(slots))
+        lines[index] = "  - " + draw(st.sampled_from(BAD_ITEMS[key]))
+        return "\n".join(lines) + "\n", index + 1, key
+    index = draw(st.integers(0, len(lines)))
+    while index < len(lines) and lines[index].startswith("  - "):
+        index += 1  # between two keys, not inside a list
+    if kind == "key":
+        key = draw(st.from_regex(r"[a-z_]{3,12}", fullmatch=True).filter(lambda k: k not in EXPECT_KEYS))
+        lines.insert(index, f"{key}: 1")
+        return "\n".join(lines) + "\n", index + 1, key
+    lines.insert(index, "max_tokens: " + draw(st.sampled_from(["0", "-1", "1.5", "lots", "true", "[]"])))
+    return "\n".join(lines) + "\n", index + 1, "max_tokens"
+
+
+@settings(max_examples=300, deadline=None)
+@given(fault=expect_with_a_fault())
+def test_every_injected_expect_fault_lands_at_its_line(fault):
+    text, line, field = fault
+    expect, errors = parse_expect(text, path="c/expect.yaml")
+    assert expect == Expect()
+    assert [(e.path, e.line, e.field) for e in errors] == [("c/expect.yaml", line, field)], text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    until=st.booleans(),
+    names=st.lists(arg_names, min_size=1, max_size=3, unique=True),
+    key=st.from_regex(r"[a-z_]{3,10}", fullmatch=True).filter(lambda k: k not in ("until", "args")),
+    at=st.integers(0, 10),
+)
+def test_every_injected_task_fault_lands_at_its_line(until, names, key, at):
+    front = (["until: done"] if until else []) + ["args:"] + [f"  {name}: v" for name in names]
+    at = min(at, len(front))
+    while at < len(front) and front[at].startswith("  "):
+        at += 1
+    front.insert(at, f"{key}: x")
+    text = "---\n" + "\n".join(front) + "\n---\nThe task.\n"
+    body, _, args, errors = parse_task(text, path="c/task.md")
+    assert [(e.path, e.line, e.field) for e in errors] == [("c/task.md", at + 2, key)]
+    assert body == "The task." and set(args) == set(names)
+
+
+def test_a_version_is_the_case_with_the_recipe_it_ran():
+    from evals.format import version_digest
+
+    [case] = read_cases({f"{FOLDER}/c/task.md": b"Do it.", f"{FOLDER}/c/expect.yaml": b""}, FOLDER)
+    assert version_digest(case, "recipe v1") == version_digest(case, "recipe v1")
+    assert version_digest(case, "recipe v1") != version_digest(case, "recipe v2")
+    assert len(version_digest(case, "")) == 64

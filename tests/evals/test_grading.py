@@ -198,7 +198,7 @@ def no_more(after: Counter, before: Counter) -> bool:
     return all(after[key] <= before[key] for key in after)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)  # each grade with output_matches forks a child
 @given(case=cases(), glob=globs, pattern=command_patterns, regex=regexes, extra=texts, more=st.integers(0, 500))
 def test_grade_is_monotone(case, glob, pattern, regex, extra, more):
     expect, evidence = case
@@ -227,3 +227,24 @@ def test_grade_is_monotone(case, glob, pattern, regex, extra, more):
     assert no_more(before, counts(stricter, evidence))
     # nothing asserted: nothing fails
     assert grade(Expect(), evidence) == []
+
+
+def test_a_regex_that_backtracks_for_ever_fails_in_bounded_time(monkeypatch):
+    import time
+
+    from evals import grading
+
+    monkeypatch.setattr(grading, "REGEX_SECONDS", 0.5)
+    evidence = Evidence(final_answer="ok\n" + "a" * 60 + "b")
+    began = time.monotonic()
+    failures = grade(Expect(output_matches=("^ok$", "(a+)+$", "never")), evidence)
+    assert time.monotonic() - began < 3
+    assert [f.message for f in failures] == [
+        "'(a+)+$' took longer than 0.5s over the final answer or the 0 result files: simplify the regex",
+        "no match for 'never' in the final answer or the 0 result files",
+    ]
+
+
+def test_a_stale_regex_that_does_not_compile_is_a_failure():
+    [failure] = grade(Expect(output_matches=("(",)), Evidence(final_answer="("))
+    assert failure.message == "'(' is not a regular expression: missing ), unterminated subpattern at position 0"

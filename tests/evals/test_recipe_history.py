@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from catalogue.sync import recipes_sync
 from evals.compare import Cell, case_histories, chart_points, compare, is_flaky, rolling_pass_rate, suite_rates
 from evals.models import CaseResult, Suite
 from tests.evals.review_helpers import CASES, cased, grace, linus, plans  # noqa: F401
@@ -120,6 +121,7 @@ def test_the_recipe_page_lists_cases_history_charts_and_flaky(linus, cased):
     cased.write("tasks/report/evals/bad-regex/task.md", "Write it.\n")
     cased.write("tasks/report/evals/bad-regex/expect.yaml", 'output_matches: ["(unclosed"]\n')
     cased.commit("Broken cases")
+    recipes_sync()
     for minutes, (a, b) in enumerate([("passed", "failed"), ("failed", "failed"), ("passed", "passed")]):
         suite_with(
             "task/report", {"writes-report": (a, "same"), "touches-nothing": (b, f"v{minutes}")}, minutes=minutes

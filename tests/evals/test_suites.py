@@ -3,6 +3,7 @@ the fake Messages server, in the bubblewrap sandbox, each in a working copy made
 files/, graded against what the run did (docs/evals.md, "Running a suite")."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.db.models import Sum
@@ -10,8 +11,10 @@ from django.db.models import Sum
 from audit.models import AuditEntry
 from evals.local import suite_drive_here
 from evals.models import CaseState, SuiteState
-from evals.services import SuiteRefused, suite_exit_code, suite_plan, suite_start
+from evals.planning import change_recipe_path
+from evals.services import SuiteRefused, change_suites_start, suite_exit_code, suite_plan, suite_start
 from evals.signals import eval_failed, suite_finished
+from reviews.services import change_request_open
 from runs import services
 from runs.models import LedgerEntry, Run
 from tests.evals.suites_setup import case_files, commit, recipes, script, two_cases, write_recipe  # noqa: F401
@@ -121,3 +124,29 @@ def test_a_viewer_or_operator_may_not_start_a_suite(recipes):
 def test_a_case_that_does_not_exist_is_refused_naming_the_cases(recipes):
     with pytest.raises(SuiteRefused, match=r"task/fix has no case 'nope' \(its cases: bad, good\)"):
         suite_plan(target="task/fix", case="nope")
+
+
+def test_a_change_runs_its_cases_on_main_and_on_the_change_side_by_side(fake_anthropic, recipes):
+    script(fake_anthropic)
+    editor = make_user("ed", "editor")
+    text = (recipes / ".rysh/automations/tasks/fix.md").read_text()
+    change = change_request_open(
+        user=editor, kind="task", name="fix", text=text.replace("never the test", "NEVER the test"), message="caps"
+    )
+    main, proposed = change_suites_start(change=change, user=editor)
+    assert (main.side, proposed.side) == ("main", "change")
+    assert proposed.commit_sha == change.head_sha != main.commit_sha
+    assert "NEVER the test" in proposed.recipe_text and "NEVER" not in main.recipe_text
+    assert main.change_request == proposed.change_request == change
+    for suite in (main, proposed):
+        suite = suite_drive_here(suite)
+        assert dict(suite.cases.values_list("name", "state")) == {"bad": "failed", "good": "passed"}
+    change_run = proposed.cases.get(name="good").run
+    assert "NEVER the test" in change_run.recipe_text
+
+
+def test_a_change_to_a_cases_file_is_about_the_recipe_beside_its_evals_folder():
+    change = SimpleNamespace(new_path=".rysh/automations/tasks/fix/evals/good/expect.yaml", path="")
+    assert change_recipe_path(change) == ".rysh/automations/tasks/fix.md"
+    change = SimpleNamespace(new_path="", path=".rysh/automations/tasks/fix.md")
+    assert change_recipe_path(change) == ".rysh/automations/tasks/fix.md"

@@ -19,6 +19,7 @@ from runs import services
 from runs.cli import approvals, controls, profiles, reading, recipes, schedules, workspaces
 from runs.cli.common import Cli, database_problem, quiet_libraries
 from runs.cli.controls import OVERRIDE_OPTIONS
+from runs.cli.evals import do_eval
 from spend.cli import price_cli, quota_cli
 from toolservers.cli import mcp_cli
 
@@ -45,6 +46,7 @@ ACTIONS = [
 ]
 SPEND = {"quota": quota_cli, "price": price_cli, "mcp": mcp_cli}  # `auto quota …`, `auto price …`: no recipe kind
 SPEND_ACTIONS = ["set", "list", "rm", "add", "test"]  # add|test: `auto mcp …` (toolservers/cli.py)
+EVAL = "eval"  # `auto eval RECIPE|PATH …` (runs/cli/evals.py): the recipe or folder where an action goes
 VERBS = {
     **recipes.VERBS,
     **controls.VERBS,
@@ -63,12 +65,14 @@ class Command(BaseCommand):
         "auto <kind> rejudge NAME [--until-file F] [-n 10] [--judge-model M]; "
         "auto task|code diff|keep|discard NAME [--run ID] [--pass N] [--branch B]; auto task|code run NAME --base REF --workdir DIR; "
         "auto <kind> schedule add|list|rm|enable|disable|owner ...; auto web profile list|rm [NAME]; "
-        "auto quota set|list|rm ...; auto price set|list|rm ...; auto mcp add|list|rm|test ..."
+        "auto quota set|list|rm ...; auto price set|list|rm ...; auto mcp add|list|rm|test ...; "
+        "auto eval RECIPE|PATH [--case C] [--result] [--json]"
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=[kind.value for kind in Kind] + list(SPEND))
-        parser.add_argument("action", choices=ACTIONS + SPEND_ACTIONS)
+        parser.add_argument("kind", choices=[kind.value for kind in Kind] + list(SPEND) + [EVAL])
+        # checked in handle(): after `eval` it is the recipe (kind/name) or the folder of the cases
+        parser.add_argument("action", metavar=f"{{{','.join(ACTIONS + SPEND_ACTIONS)}}}")
         parser.add_argument("target", nargs="?", help="recipe name, recipe file, or run id (#12)")
         parser.add_argument("recipe_args", nargs="*", metavar="ARGS")
         parser.add_argument("--dry-run", action="store_true", help="print the resolved prompt and plan; change nothing")
@@ -95,6 +99,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--outside-sandbox", dest="mcp_outside_sandbox", action="store_true", help="mcp add: run with network"
         )
+        parser.add_argument("--case", dest="eval_case", help="eval: only this case")
+        parser.add_argument(
+            "--result", dest="eval_result", action="store_true", help="eval: grade the last suite's runs again"
+        )
+        parser.add_argument("--json", dest="eval_json", action="store_true", help="eval: one JSON document")
         parser.add_argument("--until-file", help="rejudge: a file holding the new goal (default: the current until)")
         parser.add_argument("-n", dest="rejudge_n", type=int, default=10, help="rejudge: the last N judged passes")
         parser.add_argument("--judge-model", help="rejudge: the judge model (default: the recipe's)")
@@ -118,6 +127,14 @@ class Command(BaseCommand):
             return self._handle(kind, action, target, recipe_args, options)
 
     def _handle(self, kind, action, target, recipe_args, options):
+        if kind == EVAL:
+            if target or recipe_args:
+                raise CommandError(f"auto eval {action}: expected one recipe (kind/name) or folder, got more")
+            with audit_context(source=CLI, actor_name=cli_actor_name()):
+                return do_eval(Cli(kind=kind, stdout=self.stdout, stderr=self.stderr), action, options)
+        if action not in ACTIONS + SPEND_ACTIONS:
+            choices = ", ".join(repr(a) for a in ACTIONS + SPEND_ACTIONS)
+            raise CommandError(f"argument action: invalid choice: {action!r} (choose from {choices})")
         if (kind in SPEND) != (action in SPEND_ACTIONS):
             if kind in SPEND:
                 raise CommandError(f"auto {kind} {action}: expected auto {kind} {'|'.join(SPEND_ACTIONS)} ...")
