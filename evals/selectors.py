@@ -158,8 +158,9 @@ def recipe_case_history(target: str, *, recent: int = 10) -> dict[str, CaseHisto
 
 
 def recipe_suite_rates(target: str) -> list[tuple[int, float]]:
-    """The recipe's pass rate per suite (every case graded), oldest first."""
-    return suite_rates(_recipe_cells(target))
+    """The recipe's pass rate per suite on main (every case graded), oldest first: a change's
+    suites ran another version, shown beside each case but not in the recipe's own line."""
+    return suite_rates(c for c in _recipe_cells(target) if c.side == SuiteSide.MAIN)
 
 
 def _recipe_cells(target: str) -> list[Cell]:

@@ -139,7 +139,10 @@ def test_the_recipe_page_lists_cases_history_charts_and_flaky(linus, cased):
     broken = re.search(r'id="case-half-done".*?</tr>', section, re.S).group(0)
     assert f"{CASES}/half-done/expect.yaml: missing" in broken
     assert re.search(rf"{CASES}/bad-regex/expect.yaml:1: output_matches", section)
-    assert 'id="evals-rate-chart"' in section
+    assert 'aria-label="pass rate of the last 3 suites"' in section  # main's suites only
+    suite_with("task/report", {"writes-report": ("failed", "other")}, side="change", minutes=9)
+    page = linus.get("/recipes/task/report/").content.decode()
+    assert 'aria-label="pass rate of the last 3 suites"' in page and "(change, <code>" in page
     assert "New case" in section and 'href="/recipes/task/report/cases/writes-report/expect.yaml/"' in section
 
 
