@@ -30,6 +30,7 @@ from catalogue.selectors import (
 )
 from catalogue.spec import FOLDERS, Kind
 from catalogue.sync import recipes_sync
+from evals.views import recipe_evals_context
 from reviews.selectors import change_requests_open_count, change_requests_open_for_recipe
 from reviews.services import plan_delta, text_diff
 from runs.labels import judge_agreement
@@ -156,6 +157,7 @@ def recipe_detail(request: HttpRequest, kind: str, name: str) -> HttpResponse:
             "can_operate": user_can(request.user, "operate"),
             "schedule_owner": _schedule_owner(kind, name),
             "branch": settings.RYSH_RECIPES_BRANCH,  # where a coding loop's copy starts without base:
+            **recipe_evals_context(request, recipe),  # its eval cases and their history (docs/evals.md)
         },
     )
 

@@ -11,11 +11,13 @@ cannot be read is checked as the whole string it is.
 
 from __future__ import annotations
 
-import multiprocessing
+import os
 import re
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from multiprocessing.connection import Connection
 
 from agents.shell_commands import WILD, read_command_line
 from evals.format import Expect
@@ -230,10 +232,17 @@ def _search(regexes: tuple[str, ...], texts: list[str]) -> list[bool | str | Non
 
 
 def _search_some(regexes: tuple[str, ...], texts: list[str]) -> list[bool | str]:
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_search_in_child, args=(regexes, texts, send), daemon=True)
-    child.start()
+    # os.fork, not multiprocessing: a django-q worker is a daemonic process, and multiprocessing
+    # refuses to start a child from one ("daemonic processes are not allowed to have children")
+    read_end, write_end = os.pipe()
+    receive, send = Connection(read_end, writable=False), Connection(write_end, readable=False)
+    pid = os.fork()
+    if pid == 0:  # the child: answer, then leave at once (no atexit, no Django teardown)
+        try:
+            receive.close()
+            _search_in_child(regexes, texts, send)
+        finally:
+            os._exit(0)
     send.close()
     answers: list[bool | str] = []
     try:
@@ -242,9 +251,11 @@ def _search_some(regexes: tuple[str, ...], texts: list[str]) -> list[bool | str]
     except EOFError:
         pass  # the child died: the regex it was on counts as out of time
     finally:
-        if child.is_alive():
-            child.kill()
-        child.join(1)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
         receive.close()
     return answers
 

@@ -15,6 +15,7 @@ import logging
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -32,7 +33,7 @@ from catalogue.repo import GitRepo, Identity, PushRejected, RepoError, open_repo
 from catalogue.spec import FOLDERS
 from catalogue.sync import parse_version, recipes_sync
 from reviews.models import OPEN_STATES, ChangeAction, ChangeRequest, ChangeState, ReviewComment, Verdict
-from reviews.signals import change_approved, change_conflict, change_opened
+from reviews.signals import change_approved, change_conflict, change_opened, change_updated
 from rysh_site.roles import require, user_can
 
 log = logging.getLogger(__name__)
@@ -147,6 +148,41 @@ def change_request_delete(*, user, kind: str, name: str, message: str = "") -> C
     )
 
 
+def change_request_open_files(
+    *, user, kind: str, name: str, path: str, files: dict[str, str], message: str
+) -> ChangeRequest:
+    """A change of files that belong to a recipe (its eval cases: docs/evals.md) committed to a
+    review branch. `path` is the file the page shows and a revision rewrites; `files` holds it
+    and any others written with it (a new case's task.md and expect.yaml). kind/name are the
+    recipe's, which must be on the tracked branch."""
+    require(user, "edit")
+    _check_target(kind, name)
+    if path not in files:
+        raise ReviewError(f"{path} is not among the files of this change")
+    git, branch, base = _tracked()
+    if git.read_file(base, recipe_path(FOLDERS[kind], name)) is None:
+        raise ReviewError(f"{kind}/{name} is not on {branch} any more")
+    files = {p: normalize_text(text) for p, text in files.items()}
+    before = {p: git.read_file(base, p) for p in files}
+    if all(before[p] == files[p] for p in files):
+        raise ReviewError("nothing changed: the files are the same as on the tracked branch")
+    create = before[path] is None
+    return _open(
+        git,
+        user=user,
+        action=ChangeAction.CREATE if create else ChangeAction.EDIT,
+        kind=kind,
+        name=name,
+        path="" if create else path,
+        new_path=path,
+        base=base,
+        base_text=before[path] or "",
+        proposed_text=files[path],
+        files=files,
+        message=message,
+    )
+
+
 def normalize_text(text: str) -> str:
     """Browsers send CRLF from a textarea; the repository keeps LF and a final newline."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -256,6 +292,7 @@ def change_request_update(*, change: ChangeRequest, user, text: str, message: st
         ReviewComment.objects.create(change_request=change, author=user, verdict=Verdict.UPDATE, body=message)
     change.refresh_from_db()
     audit_record(actor=user, action="recipe.save", target=_audit_target(change), detail={"change_action": "revise"})
+    change_updated.send(sender=ChangeRequest, change=change)  # evals listen (their auto suites)
     _sync_quietly()
     return change
 
@@ -307,6 +344,9 @@ def change_request_approve(*, change: ChangeRequest, user, seen_head: str) -> Ch
     _require_reviewer(change, user, "approve")
     if change.comments.filter(verdict=Verdict.UPDATE, author_id=user.pk).exists():
         raise PermissionDenied("you revised this change request, so someone else must approve it")
+    blockers = change_merge_blockers(change)
+    if blockers:
+        raise ReviewError("Not merged: " + "; ".join(blockers))
     previous = change.state
     # The claim: two reviewers pressing Approve at once must not merge twice; the one whose
     # update moves the request to `merging` goes on, the other is told it is not open.
@@ -368,6 +408,17 @@ def change_request_approve(*, change: ChangeRequest, user, seen_head: str) -> Ch
         change_approved.send(sender=ChangeRequest, change=change)  # notifications listen
     _sync_quietly()
     return change
+
+
+# The merge gate's port: apps above reviews add checks here (evals adds its suites' verdict in
+# EvalsConfig.ready, docs/evals.md), so that reviews never imports them. Each says why `change`
+# may not merge yet, [] when it may.
+MERGE_CHECKS: list[Callable[[ChangeRequest], list[str]]] = []
+
+
+def change_merge_blockers(change: ChangeRequest) -> list[str]:
+    """Why the change may not merge yet, from every check added to MERGE_CHECKS ([] when it may)."""
+    return [reason for check in MERGE_CHECKS for reason in check(change)]
 
 
 def _require_reviewer(change: ChangeRequest, user, what: str) -> None:

@@ -396,6 +396,10 @@ RYSH_REJUDGE_MAX_TOKENS = envint("RYSH_REJUDGE_MAX_TOKENS", 500_000, minimum=100
 # ... and how many re-judges one person may start per calendar day (in TIME_ZONE); one change
 # has one re-judge queued or running at a time whatever this says
 RYSH_REJUDGE_DAILY_MAX = envint("RYSH_REJUDGE_DAILY_MAX", 10, minimum=1)
+# Evals in review (docs/evals.md): a passing suite on the change's head is a condition of merge;
+# and suites start by themselves when a change touching a recipe with cases is opened or revised.
+RYSH_REVIEW_REQUIRE_EVALS = envbool("RYSH_REVIEW_REQUIRE_EVALS", False)
+RYSH_REVIEW_AUTO_EVALS = envbool("RYSH_REVIEW_AUTO_EVALS", False)
 RYSH_PAGE_TEXT_LIMIT = envint("RYSH_PAGE_TEXT_LIMIT", 20000, minimum=500)  # characters of a page read
 RYSH_BROWSER_TIMEOUT = envint("RYSH_BROWSER_TIMEOUT", 15, minimum=1)  # seconds per browser action
 RYSH_PROFILE_WAIT = envint("RYSH_PROFILE_WAIT", 60, minimum=0)  # seconds to wait for a busy profile

@@ -14,6 +14,7 @@ urlpatterns = [
     path("", include("runs.urls")),  # the dashboard is "/", ahead of the catalogue
     path("", include("catalogue.urls")),
     path("", include("reviews.urls")),
+    path("", include("evals.urls")),
     path("", include("agents.urls")),
     path("", include("notify.urls")),
     path("", include("toolservers.urls")),

@@ -59,6 +59,24 @@ def coding_shots(stack, browser, out: Path, logins: dict[str, str]) -> None:
     shoot(page, out, "coding-diff", max_height=1200)
 
 
+def evals_shot(stack, browser, out: Path, logins: dict[str, str]) -> None:
+    """The Evals panel of the demo's change request (seed_demo opens it): the admin runs the
+    suites on main and on the change, on the scripted model; main fails keeps-to-the-tests."""
+    page = browser.new_context(viewport={"width": WIDTH, "height": 900}).new_page()
+    page.set_default_timeout(30_000)
+    login(page, stack.url, "demo", logins["demo"])
+    page.goto(stack.url + "/changes/")
+    page.click("text=Eval case keeps-to-the-tests")
+    page.wait_for_url(re.compile(r"/changes/\d+/$"))
+    page.click("#evals-run button[type=submit]")
+    page.wait_for_url(re.compile(r"/changes/\d+/#evals$"))
+    page.wait_for_selector("#evals .evals-totals", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#evals-running')", timeout=180_000)
+    page.wait_for_timeout(300)
+    page.evaluate("document.querySelector('#evals').scrollIntoView()")
+    shoot(page, out, "evals-panel", until="#evals", max_height=2400)
+
+
 def storage_shot(stack, browser, out: Path, logins: dict[str, str], *, run_first: bool = False) -> None:
     """The admin's Storage page (docs: Retention) after finished runs: what each kind takes."""
     if run_first:
@@ -73,7 +91,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     parser.add_argument("--keep", action="store_true", help="keep the temp data folder (its path is printed)")
-    parser.add_argument("--only", choices=["coding", "storage"], help="take only these screenshots")
+    parser.add_argument("--only", choices=["coding", "storage", "evals"], help="take only these screenshots")
     options = parser.parse_args()
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -87,6 +105,12 @@ def main() -> int:
             with sync_playwright() as pw:
                 browser = launch_chromium(pw)
                 coding_shots(stack, browser, out, logins)
+                browser.close()
+            return 0
+        if options.only == "evals":
+            with sync_playwright() as pw:
+                browser = launch_chromium(pw)
+                evals_shot(stack, browser, out, logins)
                 browser.close()
             return 0
         if options.only == "storage":
@@ -188,6 +212,7 @@ def main() -> int:
             page.goto(stack.url + "/spend/")
             shoot(page, out, "spend", max_height=1600)
             coding_shots(stack, browser, out, logins)
+            evals_shot(stack, browser, out, logins)
             storage_shot(stack, browser, out, logins)
             browser.close()
     except Exception:

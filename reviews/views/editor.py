@@ -195,6 +195,8 @@ def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
     if not change.is_open or change.action == ChangeAction.DELETE:
         messages.error(request, "this change request cannot be revised")
         return redirect("change_detail", pk=pk)
+    if "/evals/" in change.new_path:  # an eval case's file: its own editor (docs/evals.md)
+        return redirect("case_change_edit", pk=pk)
     text, message, error = change.proposed_text, "", ""
     if request.method == "POST":
         text, message = request.POST.get("text", ""), request.POST.get("message", "")

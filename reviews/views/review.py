@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from catalogue.repo import RepoError
+from evals.views import case_file_diffs, change_evals_context, change_merge_context
 from reviews.models import OPEN_STATES, ChangeAction, ChangeRequest, ChangeState
 from reviews.selectors import (
     change_request_approvals,
@@ -72,6 +73,8 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     is_author = change.author_id == user.pk
     can_review = user_can(user, "review") and not is_author
     revised = user.pk in change_request_revisers(change)
+    evals = change_evals_context(request, change)  # the Evals panel (docs/evals.md), {} without cases
+    case_edit = evals.get("case_edit", False)  # a case file changed: no recipe, so no plan or cost delta
     return render(
         request,
         "reviews/change_detail.html",
@@ -80,7 +83,10 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "comments": change_request_comments(change),
             "current_approvals": {c.pk for c in change_request_approvals(change)},
             "diff": text_diff(change.base_text, change.proposed_text),
-            "delta": plan_delta(
+            "case_diffs": case_file_diffs(change) if case_edit else [],
+            "delta": None
+            if case_edit
+            else plan_delta(
                 change.base_text or None,
                 change.proposed_text or None,
                 kind=change.kind,
@@ -88,9 +94,13 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 new_name=change.new_name,
             ),
             # a scheduled recipe's runs per window × worst case, against each quota that counts them
-            "schedule_lines": schedule_outlook(
+            "schedule_lines": []
+            if case_edit
+            else schedule_outlook(
                 text=change.proposed_text or None, kind=change.kind, name=change.new_name or change.name
             ),
+            **evals,
+            **change_merge_context(change),
             "is_author": is_author,
             "can_review": can_review and change.is_open,
             "can_approve": can_review and change.is_open and not revised,
@@ -101,7 +111,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and change.is_open
             and change.action != ChangeAction.DELETE,
             "can_close": (is_author or user_can(user, "admin")) and user_can(user, "edit") and change.is_open,
-            **_rejudge_context(request, change),
+            **({} if case_edit else _rejudge_context(request, change)),
         },
     )
 

@@ -291,7 +291,7 @@ def test_seed_demo_adds_the_demo_files_an_older_seed_did_not_have(settings, tmp_
         ["git", "-C", str(repo), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qam", "old"], check=True
     )
     call_command("seed_demo")
-    assert "added 5 new demo file(s)" in capsys.readouterr().out
+    assert "added 13 new demo file(s)" in capsys.readouterr().out  # with fix-the-test's eval cases
     assert (repo / "tiny-calc/calc.py").read_text() == "# someone's own edit\n"  # what exists is left alone
     assert (repo / ".rysh/automations/tasks/fix-the-test.md").is_file()
     log = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%s"], capture_output=True, text=True).stdout

@@ -25,6 +25,8 @@ from django.db import transaction
 from catalogue.repo import RepoError, is_remote, redact
 from catalogue.sync import recipes_sync
 from catalogue.tasks import ensure_sync_schedule
+from reviews.models import ChangeRequest
+from reviews.services import ReviewError, change_request_open_files
 
 DEMO_SOURCE = Path(settings.BASE_DIR) / "demo" / "recipes"
 GIT_AUTHOR = ["-c", "user.name=rysh demo", "-c", "user.email=demo@rysh.invalid"]
@@ -36,6 +38,18 @@ GIT_AUTHOR = ["-c", "user.name=rysh demo", "-c", "user.email=demo@rysh.invalid"]
 DEMO_USERS = (("demo", "admin"), ("reviewer", "editor"), ("operator", "operator"), ("viewer", "viewer"))
 LOGIN_LINE = re.compile(r"\s*(\S+) / (\S+)")
 
+# The demo's change request: the eval case that fails on main is corrected (its Evals panel shows
+# main 1/2 passed, the change 2/2). The editor proposes it; the admin (demo) reviews.
+DEMO_CHANGE_AUTHOR = "reviewer"
+DEMO_CHANGE_TITLE = "Eval case keeps-to-the-tests: the fix belongs in calc.py, not in the test"
+DEMO_CHANGE_PATH = ".rysh/automations/tasks/fix-the-test/evals/keeps-to-the-tests/expect.yaml"
+DEMO_CHANGE_TEXT = """\
+# The test is right and the code is wrong: only calc.py may change, and the tests pass.
+files_changed: ["calc.py"]
+commands_forbidden: ["git push*"]
+output_matches: ["OK"]
+"""
+
 
 def new_password() -> str:
     return secrets.token_urlsafe(12)
@@ -45,12 +59,15 @@ class Command(BaseCommand):
     help = "Create the demo recipe repository (when none is configured) and a demo login."
 
     def handle(self, *args, **options):
+        self.demo_repo = False  # set when the repository is the demo's own (never a team's)
         if is_remote(settings.RYSH_RECIPES_REPO):
             self.stdout.write(f"recipes: {redact(settings.RYSH_RECIPES_REPO)}")  # make run's output: no token
         else:
             self._seed_repository(Path(settings.RYSH_RECIPES_REPO))
         self._sync()
         self._seed_login(Path(settings.DATA_DIR) / "demo-login")
+        if self.demo_repo:
+            self._seed_change_request()
 
     def _sync(self) -> None:
         ensure_sync_schedule()
@@ -60,6 +77,7 @@ class Command(BaseCommand):
             self.stderr.write(f"recipes: not synced yet: {exc}")
 
     def _seed_repository(self, repo: Path) -> None:
+        self.demo_repo = str(repo) == settings.DEMO_RECIPES_REPO
         if repo.exists():
             self.stdout.write(f"recipes: {repo}")
             if str(repo) == settings.DEMO_RECIPES_REPO:
@@ -92,6 +110,26 @@ class Command(BaseCommand):
         message = "Demo recipes: add " + ", ".join(added)
         subprocess.run(["git", "-C", str(repo), *GIT_AUTHOR, "commit", "-q", "-m", message], check=True)
         self.stdout.write(f"recipes: added {len(added)} new demo file(s) to {repo}")
+
+    def _seed_change_request(self) -> None:
+        """A change request on the demo's coding recipe whose eval suites differ (docs/evals.md):
+        on main, keeps-to-the-tests fails naming calc.py; the change corrects its expect.yaml."""
+        author = get_user_model().objects.filter(username=DEMO_CHANGE_AUTHOR).first()
+        if author is None or ChangeRequest.objects.filter(title=DEMO_CHANGE_TITLE).exists():
+            return
+        try:
+            change = change_request_open_files(
+                user=author,
+                kind="task",
+                name="fix-the-test",
+                path=DEMO_CHANGE_PATH,
+                files={DEMO_CHANGE_PATH: DEMO_CHANGE_TEXT},
+                message=DEMO_CHANGE_TITLE,
+            )
+        except (ReviewError, RepoError) as exc:
+            self.stderr.write(f"demo change request: not made: {exc}")
+            return
+        self.stdout.write(f"review:  change request #{change.pk} ({DEMO_CHANGE_TITLE}): run its evals")
 
     @transaction.atomic  # a password changed here is kept only if the file below was written
     def _seed_login(self, remembered: Path) -> None:
