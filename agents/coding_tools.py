@@ -10,13 +10,13 @@ a tool error; nothing here raises into the engine.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agents.file_tools import FILE_TOOLS, FileTools
+from agents.forked import Child
 from agents.ports import GateOutcome, ToolResult
 from agents.sandbox import Sandbox, SandboxUnavailable
 from agents.shell_commands import command_subjects
@@ -123,28 +123,18 @@ class CodingTools:
         seconds = self.command_timeout
         if self.deadline is not None:
             seconds = min(seconds, self.deadline - time.monotonic())
-        context = multiprocessing.get_context("fork")
-        receive, send = context.Pipe(duplex=False)
-        child = context.Process(target=_search_in_child, args=(self.files, name, arguments, send), daemon=True)
-        child.start()
-        send.close()
         ends = time.monotonic() + max(seconds, 0)
-        try:
-            while not receive.poll(POLL_SECONDS):
-                why = self.cancelled()
-                if why or time.monotonic() >= ends or not child.is_alive() and not receive.poll(0):
-                    reason = why or (
-                        f"took longer than {int(seconds)}s" if child.is_alive() else "the search process died"
-                    )
-                    return ToolResult(f"{name}: stopped: {reason}; narrow the path or simplify the pattern", True)
-            return receive.recv()
-        except EOFError:
-            return ToolResult(f"{name}: stopped: the search process died", is_error=True)
-        finally:
-            if child.is_alive():
-                child.kill()
-            child.join(1)
-            receive.close()
+        with Child(_search_in_child, self.files, name, arguments) as child:
+            try:
+                while not child.receive.poll(POLL_SECONDS):
+                    why = self.cancelled()
+                    alive = child.alive()
+                    if why or time.monotonic() >= ends or not alive and not child.receive.poll(0):
+                        reason = why or (f"took longer than {int(seconds)}s" if alive else "the search process died")
+                        return ToolResult(f"{name}: stopped: {reason}; narrow the path or simplify the pattern", True)
+                return child.receive.recv()
+            except EOFError:
+                return ToolResult(f"{name}: stopped: the search process died", is_error=True)
 
     def _bash(self, command: object, timeout: object) -> ToolResult:
         if not isinstance(command, str) or not command.strip():

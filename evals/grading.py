@@ -11,14 +11,12 @@ cannot be read is checked as the whole string it is.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from multiprocessing.connection import Connection
 
+from agents.forked import Child
 from agents.shell_commands import WILD, read_command_line
 from evals.format import Expect
 
@@ -232,31 +230,13 @@ def _search(regexes: tuple[str, ...], texts: list[str]) -> list[bool | str | Non
 
 
 def _search_some(regexes: tuple[str, ...], texts: list[str]) -> list[bool | str]:
-    # os.fork, not multiprocessing: a django-q worker is a daemonic process, and multiprocessing
-    # refuses to start a child from one ("daemonic processes are not allowed to have children")
-    read_end, write_end = os.pipe()
-    receive, send = Connection(read_end, writable=False), Connection(write_end, readable=False)
-    pid = os.fork()
-    if pid == 0:  # the child: answer, then leave at once (no atexit, no Django teardown)
-        try:
-            receive.close()
-            _search_in_child(regexes, texts, send)
-        finally:
-            os._exit(0)
-    send.close()
     answers: list[bool | str] = []
-    try:
-        while len(answers) < len(regexes) and receive.poll(REGEX_SECONDS):
-            answers.append(receive.recv())
-    except EOFError:
-        pass  # the child died: the regex it was on counts as out of time
-    finally:
+    with Child(_search_in_child, regexes, texts) as child:
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(pid, 0)
-        receive.close()
+            while len(answers) < len(regexes) and child.receive.poll(REGEX_SECONDS):
+                answers.append(child.receive.recv())
+        except EOFError:
+            pass  # the child died: the regex it was on counts as out of time
     return answers
 
 

@@ -102,3 +102,23 @@ def test_a_cancel_stops_a_search(tools):
     result = tools.call("grep", {"pattern": "(a+)+$"})
     assert result.is_error and "the run was cancelled" in result.content
     assert time.monotonic() - asked < 1.5
+
+
+def _grep_in(tools, send) -> None:
+    send.send([tools.call("grep", {"pattern": "hel+o"}).content, tools.call("glob", {"pattern": "*.txt"}).content])
+
+
+def test_grep_and_glob_answer_inside_a_daemonic_process(tools):
+    """A django-q2 worker is a daemonic process, which multiprocessing refuses any child: the
+    searches' own child must start there all the same (agents/forked.py)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    worker = context.Process(target=_grep_in, args=(tools, send), daemon=True)
+    worker.start()
+    assert receive.poll(30), "the daemonic worker answered nothing"
+    grep, glob = receive.recv()
+    worker.join(5)
+    assert "a.txt" in grep and "hello" in grep and "stopped" not in grep
+    assert "a.txt" in glob
