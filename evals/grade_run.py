@@ -34,7 +34,7 @@ from evals.signals import eval_failed, suite_finished
 from runs import judge as judging
 from runs.engine import finish_run
 from runs.fitting import with_margin
-from runs.ledger import usage_cost
+from runs.ledger import ledger_direct_entry
 from runs.models import LedgerEntry, PassStop, Phase, Run, RunState
 from rysh_site import metrics
 from spend import quotas
@@ -44,7 +44,6 @@ GRADE_FUNC = "evals.tasks.grade_case"  # the worker's entry point, queued by pat
 PURPOSE = "rubric"
 CALL_SECONDS = 300
 LOST_SECONDS = 2 * CALL_SECONDS  # a grading takes at most one rubric call and the reads around it
-COST_PLACES = Decimal("0.000001")
 OPEN_STATES = (CaseState.PENDING, CaseState.GRADING)
 EVAL_ENDED = "eval case ended: paused"  # the cause of an eval run that paused (a pause ends the case)
 
@@ -272,24 +271,16 @@ def _request(run: Run, messages: list, max_tokens: int) -> ModelRequest:
 
 
 def _settle(result: CaseResult, run: Run, usage, held) -> None:
-    money = usage_cost(run.judge_model, usage)
-    if money is not None:
-        money = money.quantize(COST_PLACES)
     with transaction.atomic():
-        LedgerEntry.objects.create(
+        ledger_direct_entry(
+            usage=usage,
+            model=run.judge_model,
+            purpose=PURPOSE,
+            held=held,
+            charged_to_id=result.suite.user_id,
             run=run,
             pass_number=max(run.pass_number, 1),
-            purpose=PURPOSE,
-            model=run.judge_model,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            counted_tokens=usage.counted,
-            cost=money,
-            charged_to_id=result.suite.user_id,
         )
-        quotas.settle_direct(held, tokens=usage.counted, cost=money)
 
 
 # -- the suite's end -----------------------------------------------------------------------------------

@@ -25,10 +25,10 @@ from evals.format import Case, CaseError, check_args
 from evals.rubric import rubric_worst
 from evals.shapes import PlannedCase, SuitePlan, SuiteRefused
 from runs.arming import TASK_OVERRIDE, UNTIL_OVERRIDE, WORKDIR_OVERRIDE, OverrideError, arm
+from runs.ledger import COST_PLACES
 from spend.prices import micros_per_token
 
 TASK_ARG = "task"  # a recipe whose argument is named so (the built-in agent) gets the case's task there
-COST_PLACES = Decimal("0.000001")
 
 
 @dataclass(frozen=True)

@@ -287,6 +287,33 @@ def usage_cost(model: str, usage: Usage) -> Decimal | None:
     )
 
 
+def ledger_direct_entry(
+    *, usage: Usage, model: str, purpose: str, held, charged_to_id: int | None, run=None, rejudge=None, pass_number=0
+) -> Decimal | None:
+    """A call made outside a run's steps (a re-judge's, an eval case's rubric), counted in the
+    ledger at its real usage and settled against the quotas that held its reservation; its money
+    as the entry keeps it (None: unpriced). Call it inside the caller's transaction."""
+    money = usage_cost(model, usage)
+    if money is not None:
+        money = money.quantize(COST_PLACES)
+    LedgerEntry.objects.create(
+        run=run,
+        rejudge=rejudge,
+        pass_number=pass_number,
+        purpose=purpose,
+        model=model,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        counted_tokens=usage.counted,
+        cost=money,
+        charged_to_id=charged_to_id,
+    )
+    quotas.settle_direct(held, tokens=usage.counted, cost=money)
+    return money
+
+
 def spent_rows(quota: Quota, start: datetime) -> Iterable[dict]:
     """The ledger in `quota`'s scope since `start`, summed by model and by whether the calls were
     counted at their reservation: what spend.quotas.spent_since prices (its port to the ledger)."""

@@ -41,8 +41,8 @@ from catalogue.spec import RecipeSpec
 from runs import judge as judging
 from runs import snapshots
 from runs.fitting import with_margin
-from runs.ledger import usage_cost
-from runs.models import LedgerEntry, Pass, Phase, Rejudge, RejudgeItem, RejudgeState, Run, RunState, VerdictLabel
+from runs.ledger import ledger_direct_entry
+from runs.models import Pass, Phase, Rejudge, RejudgeItem, RejudgeState, Run, RunState, VerdictLabel
 from runs.services import SCRIPTED_MODEL, RunRefused, recipe_source
 from rysh_site import metrics
 from spend import quotas
@@ -459,25 +459,15 @@ def _request(rejudge: Rejudge, candidate: Candidate, messages: list, max_tokens:
 
 
 def _settle(rejudge: Rejudge, item: RejudgeItem, usage: Usage, verdict, held) -> None:
-    money = usage_cost(rejudge.judge_model, usage)
-    if money is not None:  # as the entry keeps it, so the re-judge's cost is their sum
-        money = money.quantize(COST_PLACES)
     with transaction.atomic():
-        LedgerEntry.objects.create(
-            run=None,
-            rejudge=rejudge,
-            pass_number=0,
-            purpose=PURPOSE,
+        money = ledger_direct_entry(
+            usage=usage,
             model=rejudge.judge_model,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            counted_tokens=usage.counted,
-            cost=money,
+            purpose=PURPOSE,
+            held=held,
             charged_to_id=rejudge.requested_by_id,
+            rejudge=rejudge,
         )
-        quotas.settle_direct(held, tokens=usage.counted, cost=money)
         item.new_verdict, item.new_reason, item.tokens_counted = verdict.label, verdict.reason, usage.counted
         item.save(update_fields=["new_verdict", "new_reason", "tokens_counted"])
         changes = {"tokens_counted": F("tokens_counted") + usage.counted}
