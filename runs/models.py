@@ -86,6 +86,14 @@ class Run(models.Model):
     pass_number = models.PositiveIntegerField(default=0)
     last_verdict = models.CharField(max_length=3, blank=True)
     resumed_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="resumes")
+    # a fork (docs/forks.md): the run it was forked from, and the parent's pass whose end state it
+    # starts from (0: the start, a redo of pass 1); `fork_redo`: asked as "redo pass fork_pass+1";
+    # `fork_edits`: what the person changed ({"prompt", "iterate_with", "until", "model", "effort",
+    # "budget"}: only the keys edited, each as the new value)
+    forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
+    fork_pass = models.PositiveIntegerField(null=True, blank=True)
+    fork_redo = models.BooleanField(default=False)
+    fork_edits = models.JSONField(default=dict, blank=True)
     lost_count = models.PositiveIntegerField(default=0)  # times a worker died under it
 
     # the job's ledger totals (counted = input + cache write + output; cache reads apart): the

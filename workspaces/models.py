@@ -118,6 +118,9 @@ class WorkspacePass(models.Model):
     pass_number = models.PositiveIntegerField()
     tree = models.CharField(max_length=64)
     stat = models.JSONField(default=list, blank=True)  # this pass's own changes
+    # the restorable point: a commit of `tree` on the hidden ref refs/rysh/run-<id>/pass-<n> of the
+    # copy (never on a branch people keep); "" before points were kept, or once retention removed it
+    point = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
