@@ -204,7 +204,7 @@ class Passes:
         return judging.newest_result(self.armed.output_dir, since=self._since())
 
     def _since(self) -> float | None:
-        return self.run.started_at.timestamp() - 1 if self.run.started_at else None
+        return self.run.results_since()
 
     def _snapshot(self, run_pass: Pass) -> list:
         """The pass's results kept as its snapshot; a disk that refuses them is said, and the

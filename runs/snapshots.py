@@ -135,8 +135,7 @@ def snapshot_unended_pass(run: Run) -> None:
         return
     last = run.passes.order_by("-number").first()
     if last is not None and last.snapshot_at is None:
-        since = run.started_at.timestamp() - 1 if run.started_at else None
-        snapshot_pass(last, Path(run.output_dir), since=since)
+        snapshot_pass(last, Path(run.output_dir), since=run.results_since())
 
 
 # -- reading -------------------------------------------------------------------------------------

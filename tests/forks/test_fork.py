@@ -5,6 +5,7 @@ non-coding fork goes on beside its running parent."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -56,9 +57,11 @@ def test_a_fork_starts_as_the_pass_ended_and_goes_on_with_the_next(start_four):
     # the results folder as the pass-2 snapshot kept it, before any worker takes the run
     assert files_of_folder(Path(fork.output_dir)) == snapshot_bytes(parent, 2)
     assert b"notes after pass 2" in snapshot_bytes(parent, 2)["notes.md"]
+    time.sleep(1.2)  # a queue's wait: what was restored is the fork's own all the same
     model = FakeModel(task=[{"text": "fix", "tools": [tool("bash", command="true")]}], judge=["YES\nfixed"])
     fork = drive(fork, model)
     assert fork.cause == "fulfilled"
+    assert snapshot_bytes(fork, 3) == snapshot_bytes(parent, 2)  # its pass saved nothing new
     assert list(fork.passes.values_list("number", flat=True)) == [3]
     point = WorkspacePass.objects.get(workspace__run=parent, pass_number=2).point
     workspace = Workspace.objects.get(run=fork)
