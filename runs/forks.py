@@ -178,10 +178,10 @@ def _overrides(run: Run, edits: ForkEdits, *, passes_left: int) -> dict:
         except UnitError as exc:
             raise ForkRefused(f"budget: {exc}", field="budget") from None
         _refuse_below_one_step(tokens)
-        share = tokens // max(passes_left, 1) // PAGE
-        if share * PAGE < spec.do.budget_size:
-            overrides["budget"] = f"{max(share, 1)}p"
+        overrides.update(budget_overrides(tokens, passes_left=passes_left, per_pass=spec.do.budget_size))
     for name, value in edited.items():
+        if name == "budget":
+            continue  # as budget_overrides put it
         key = EDIT_OVERRIDES[name]
         try:
             apply_overrides(spec, {key: value})
@@ -189,6 +189,18 @@ def _overrides(run: Run, edits: ForkEdits, *, passes_left: int) -> dict:
             raise ForkRefused(str(exc), field=name) from None
         overrides[key] = value
     return overrides
+
+
+def budget_overrides(tokens: int, *, passes_left: int, per_pass: int) -> dict:
+    """A budget edit as overrides (pure): the loop's `total`, and a pass's share when the
+    recipe's is larger than the total split over the passes left — else a total at or below one
+    pass's size would be no ceiling at all (budgets.plan.redistribute). Either way the fork holds
+    to `tokens`: by the outer ceiling, or by its passes left times a pass's share."""
+    found = {"total": f"{max(tokens // PAGE, 1)}p"}  # a size is whole pages (budgets.units)
+    share = tokens // max(passes_left, 1) // PAGE
+    if share * PAGE < per_pass:
+        found["budget"] = f"{max(share, 1)}p"
+    return found
 
 
 def _refuse_below_one_step(tokens: int) -> None:

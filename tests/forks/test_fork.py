@@ -5,14 +5,19 @@ non-coding fork goes on beside its running parent."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audit.models import AuditEntry
+from budgets.units import PAGE
 from runs import services, snapshots
-from runs.forks import ForkEdits, ForkRefused, fork_plan, run_fork
+from runs.arming import arm
+from runs.forks import ForkEdits, ForkRefused, budget_overrides, fork_plan, run_fork
 from runs.models import LedgerEntry, Pass, Run, RunState
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
@@ -152,3 +157,33 @@ def test_a_task_fork_goes_on_beside_its_running_parent(recipe_file, results_root
         run_fork(run=parent, pass_number=3, user=None)
     assert refused.value.field == "pass"
     assert Run.objects.get(pk=parent.pk).state == RunState.RUNNING
+
+
+FLAT = """---
+loop:
+  do:
+    budget:
+      size: {size}p
+  while:
+    max_iterations: {passes}
+    prompts:
+      until: done
+---
+Do the task.
+"""
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    budget=st.integers(min_value=3, max_value=20_000),
+    size=st.integers(min_value=3, max_value=3_000),
+    passes=st.integers(min_value=1, max_value=12),
+    data=st.data(),
+)
+def test_a_budget_edit_is_held_by_the_outer_ceiling_or_by_the_passes_left(budget, size, passes, data):
+    left = data.draw(st.integers(min_value=1, max_value=passes))
+    overrides = budget_overrides(budget * PAGE, passes_left=left, per_pass=size * PAGE)
+    _spec, plan = arm(FLAT.format(size=size, passes=passes), path="t.md", kind="task", overrides=overrides)
+    assert plan.outer_tokens == budget * PAGE or left * plan.per_pass.tokens <= budget * PAGE
+    worst = dataclasses.replace(plan, passes=left).worst_tokens
+    assert worst <= budget * PAGE + left * plan.judge_tokens
