@@ -34,6 +34,7 @@ from runs.arming import (
 from runs.models import LedgerEntry, Pass, Run
 from runs.outlook import WorstCase
 from runs.services import FORK_SLOT, ForkStart, RecipeSource, RunRefused, run_start
+from rysh_site.roles import require
 from workspaces.copies import Copy, has_commit
 from workspaces.models import WorkspacePass, WorkspaceState
 from workspaces.services import POINT_REFS
@@ -97,6 +98,7 @@ BROWSER_NOT_RESTORED = (
     "a web run's point is its results and the verdict: the browser's live state (open pages, a "
     "login) cannot be restored, so a fork starts a fresh browser at the recipe's start page"
 )
+FORK_ACTION = "operate"  # who may start a run may fork one (rysh_site/roles.py)
 ONE_STEP = REQUEST_OVERHEAD + MIN_USEFUL_OUTPUT  # the least one model call needs
 
 
@@ -299,7 +301,10 @@ def run_fork(
     provider: str | None = None,
     target: str | None = None,
 ) -> Run:
-    """Start the fork (quotas, notifications, audit `run.fork` apply: it is a run). Raises ForkRefused."""
+    """Start the fork (quotas, notifications, audit `run.fork` apply: it is a run). Raises ForkRefused;
+    PermissionDenied for a person whose role cannot start runs (the command line has no user)."""
+    if getattr(user, "is_authenticated", False):
+        require(user, FORK_ACTION)
     edits = edits or ForkEdits()
     plan = fork_plan(run=run, pass_number=pass_number, redo=redo, edits=edits, target=target)
     token = uuid.uuid4().hex[:10]
@@ -320,7 +325,7 @@ def run_fork(
         redo=redo,
         edits=edits.edited(),
         source=source,
-        slot=f"{FORK_SLOT}{run.target}/{token}"[:260],
+        slot=_slot(run, token),
         output_dir=str(Path(settings.RYSH_RESULTS_DIR) / "forks" / run.kind / run.name / token),
         restore=lambda new, folder: fork_restore_results(run, plan.from_pass, folder, new_run=new),
         **_copy_from(run, plan.from_pass),
@@ -340,6 +345,15 @@ def run_fork(
         raise
     except RunRefused as exc:
         raise ForkRefused(str(exc)) from None
+
+
+def _slot(run: Run, token: str) -> str:
+    """A fork's own slot, so it goes on beside a running parent; a web recipe's runs share one
+    browser profile, so its fork takes the recipe's slot as any run of it does (refused while
+    another run of it is active)."""
+    if run.kind == "web":
+        return run.target
+    return f"{FORK_SLOT}{run.target}/{token}"[:260]
 
 
 def _copy_from(run: Run, from_pass: int) -> dict:

@@ -73,3 +73,14 @@ def test_a_pruned_point_is_refused_with_its_cause(parent):
 
     WorkspacePass.objects.filter(workspace__run=parent).update(point="")
     refused(parent, "pass", "pass 2: no restorable point was kept for it")
+
+
+def test_a_viewer_cannot_fork_an_operator_can(parent):
+    from django.core.exceptions import PermissionDenied
+
+    from tests.runs.test_view_runs import user_with
+
+    with pytest.raises(PermissionDenied, match="your role cannot operate"):
+        run_fork(run=parent, pass_number=2, user=user_with("viewer"))
+    fork = run_fork(run=parent, pass_number=2, user=user_with("operator"))
+    assert fork.user.groups.filter(name="operator").exists() and fork.forked_from_id == parent.pk
