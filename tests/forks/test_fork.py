@@ -17,7 +17,7 @@ from audit.models import AuditEntry
 from budgets.units import PAGE
 from runs import services, snapshots
 from runs.arming import arm
-from runs.forks import ForkEdits, ForkRefused, budget_overrides, fork_plan, run_fork
+from runs.forks import ForkEdits, ForkRefused, budget_overrides, fork_plan, fork_points, run_fork
 from runs.models import LedgerEntry, Pass, Run, RunState
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
@@ -187,3 +187,23 @@ def test_a_budget_edit_is_held_by_the_outer_ceiling_or_by_the_passes_left(budget
     assert plan.outer_tokens == budget * PAGE or left * plan.per_pass.tokens <= budget * PAGE
     worst = dataclasses.replace(plan, passes=left).worst_tokens
     assert worst <= budget * PAGE + left * plan.judge_tokens
+
+
+def test_a_fork_of_a_fork_goes_on_from_the_forks_own_pass(start_four):
+    parent = failed_parent(start_four)
+    child = drive(run_fork(run=parent, pass_number=1, user=None), per_pass(judge=["NO\nc2", "NO\nc3", "NO\nc4"]))
+    assert list(child.passes.values_list("number", flat=True)) == [2, 3, 4]
+    points = fork_points(child)
+    assert points[1].startswith(f"this run starts from run #{parent.pk} at pass 1") and points[2] == ""
+    with pytest.raises(ForkRefused, match="fork that run there instead"):
+        run_fork(run=child, pass_number=2, redo=True, user=None)
+    grandchild = run_fork(run=child, pass_number=3, user=None)
+    assert files_of_folder(Path(grandchild.output_dir)) == snapshot_bytes(child, 3)
+    assert {"pass-1.md", "pass-2.md", "pass-3.md", "notes.md"} <= set(snapshot_bytes(child, 3))
+    point = WorkspacePass.objects.get(workspace__run=child, pass_number=3).point
+    child_git = Copy(Path(Workspace.objects.get(run=child).home)).git_dir
+    assert files_of_commit(child_git, point)["pkg/log.txt"] == b"pass-1\npass-2\npass-3\n"
+    grandchild = drive(grandchild, FakeModel(task=[{"text": "ok"}], judge=["YES\ndone"]))
+    assert grandchild.cause == "fulfilled"
+    tree = files_of_tree(Copy(Path(Workspace.objects.get(run=grandchild).home)).tree)
+    assert tree == files_of_commit(child_git, point)
