@@ -273,6 +273,7 @@ def fork_plan(
         f"fork of run #{run.pk} ({run.target}) {said}: it starts as pass {from_pass} ended and runs pass "
         f"{from_pass + 1} on (at most {left} pass(es))",
         f"{worst.text()}; run #{run.pk} spent {format_tokens(spent or 0)} tokens up to there (not paid again)",
+        *plan.summary_lines(),
     ]
     return ForkPlan(
         parent=run,
