@@ -92,3 +92,27 @@ def test_pruned_snapshots_refuse_every_pass_but_the_start(start_four):
 def test_a_web_run_says_its_browser_cannot_be_restored():
     assert fork_caveat(Run(kind="web")) == BROWSER_NOT_RESTORED
     assert fork_caveat(Run(kind="task")) == ""
+
+
+def test_a_discard_takes_the_points_too(start_four):
+    run = three_failed_passes(start_four)
+    ws.workspace_discard(workspace=Workspace.objects.get(run=run))
+    assert "went with the working copy, discarded" in fork_points(run)[1]
+
+
+def test_a_forks_work_is_kept_to_the_parents_repository_without_any_point_ref(start_four, code_repo):
+    from runs.forks import run_fork
+    from tests.fake_model import FakeModel, tool
+
+    parent = three_failed_passes(start_four)
+    fork = run_fork(run=parent, pass_number=1, user=None)
+    edit = {"text": "fix", "tools": [tool("bash", command="sed -i 's/(len(values) - 1)/len(values)/' calc.py")]}
+    fork = drive(fork, FakeModel(task=[edit, {"text": "Done."}], judge=["YES\nfixed"]))
+    workspace = Workspace.objects.get(run=fork)
+    assert any(row["path"] == "pkg/calc.py" for row in workspace.stat)  # its diff: from the point on
+    assert not any(row["path"] == "pkg/only-1.txt" for row in workspace.stat)
+    ws.workspace_keep(workspace=workspace)
+    kept = Workspace.objects.get(run=fork)
+    assert git(code_repo, "rev-parse", f"refs/heads/{kept.kept_branch}") == kept.kept_commit
+    assert git(code_repo, "for-each-ref", "refs/rysh/") == ""
+    assert git(code_repo, "show", f"{kept.kept_commit}:pkg/only-1.txt") == "1"
