@@ -31,13 +31,12 @@ from runs.arming import (
     apply_overrides,
     arm,
 )
+from runs.fork_points import BROWSER_NOT_RESTORED, fork_caveat, fork_points  # noqa: F401 (the interface)
 from runs.models import LedgerEntry, Pass, Run
 from runs.outlook import WorstCase
 from runs.services import FORK_SLOT, ForkStart, RecipeSource, RunRefused, run_start
 from rysh_site.roles import require
-from workspaces.copies import Copy, has_commit
-from workspaces.models import WorkspacePass, WorkspaceState
-from workspaces.services import POINT_REFS
+from workspaces.models import Workspace, WorkspacePass
 from workspaces.source import Source
 
 
@@ -94,60 +93,8 @@ EDIT_OVERRIDES = {
     "effort": EFFORT_OVERRIDE,
     "budget": "total",
 }
-BROWSER_NOT_RESTORED = (
-    "a web run's point is its results and the verdict: the browser's live state (open pages, a "
-    "login) cannot be restored, so a fork starts a fresh browser at the recipe's start page"
-)
 FORK_ACTION = "operate"  # who may start a run may fork one (rysh_site/roles.py)
 ONE_STEP = REQUEST_OVERHEAD + MIN_USEFUL_OUTPUT  # the least one model call needs
-
-
-def fork_caveat(run: Run) -> str:
-    """What a fork of `run` cannot restore, said on the fork form and the run's page ("" none)."""
-    return BROWSER_NOT_RESTORED if run.kind == "web" else ""
-
-
-def fork_points(run: Run) -> dict[int, str]:
-    """pass number -> "" when it can be forked from, else why not (no point kept, removed by
-    retention, a web run's live browser state not restorable — said, but its results fork)."""
-    workspace = getattr(run, "workspace", None) if hasattr(run, "workspace") else None
-    points = {}
-    if workspace is not None:
-        points = {wp.pass_number: wp for wp in WorkspacePass.objects.filter(workspace=workspace)}
-    start = run.fork_pass or 0
-    found = {start: _start_reason(run, workspace)}
-    for run_pass in run.passes.order_by("number"):
-        found[run_pass.number] = _pass_reason(run, run_pass, workspace, points.get(run_pass.number))
-    return found
-
-
-def _start_reason(run: Run, workspace) -> str:
-    if run.forked_from_id:
-        return f"this run starts from run #{run.forked_from_id} at pass {run.fork_pass}: fork that run there instead"
-    if workspace is not None and (workspace.carried_from_id or workspace.base_ref.startswith(POINT_REFS)):
-        return f"its working copy was carried over from run #{run.resumed_from_id}: fork that run instead"
-    return ""
-
-
-def _pass_reason(run: Run, run_pass: Pass, workspace, point: WorkspacePass | None) -> str:
-    n = run_pass.number
-    if run_pass.ended_at is None:
-        return f"pass {n} has not ended"
-    if run.snapshots_pruned_at is not None:
-        return f"pass {n}: its results were removed by retention (snapshots pruned), so they cannot be restored"
-    if run_pass.snapshot_at is None:
-        return f"pass {n}: its results were not kept as a snapshot, so they cannot be restored"
-    if workspace is None:
-        return ""
-    if point is None or not point.point:
-        if workspace.state == WorkspaceState.REMOVED:
-            return f"pass {n}: its restorable point went with the working copy, removed by retention"
-        if workspace.state == WorkspaceState.DISCARDED:
-            return f"pass {n}: its restorable point went with the working copy, discarded"
-        return f"pass {n}: no restorable point was kept for it"
-    if not has_commit(Copy(Path(workspace.home)), point.point):
-        return f"pass {n}: its restorable point is gone with the working copy (removed by retention)"
-    return ""
 
 
 def _from_pass(run: Run, pass_number: int, redo: bool) -> int:
@@ -360,7 +307,7 @@ def _slot(run: Run, token: str) -> str:
 def _copy_from(run: Run, from_pass: int) -> dict:
     """Where a coding fork's copy is made from: the pass's point in the parent's copy, or (pass 0)
     the commit the parent's copy was made from."""
-    workspace = getattr(run, "workspace", None) if hasattr(run, "workspace") else None
+    workspace = Workspace.objects.filter(run=run).first()
     if workspace is None:
         return {}
     if from_pass:
