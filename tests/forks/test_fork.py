@@ -207,3 +207,44 @@ def test_a_fork_of_a_fork_goes_on_from_the_forks_own_pass(start_four):
     assert grandchild.cause == "fulfilled"
     tree = files_of_tree(Copy(Path(Workspace.objects.get(run=grandchild).home)).tree)
     assert tree == files_of_commit(child_git, point)
+
+
+class WebTools:
+    """A browser's tools port stand-in: one tool that saves a result into the run's folder."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def specs(self):
+        schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+        return [{"name": "save_result", "description": "save", "input_schema": schema}]
+
+    def call(self, name, arguments):
+        from agents.ports import ToolResult
+
+        (self.folder / "found.md").write_text(arguments["text"])
+        return ToolResult("saved")
+
+    def close(self):
+        pass
+
+
+def test_a_web_run_forks_with_its_results_and_says_the_browser_is_not_restored(tmp_path, results_root, db):
+    from tests.runs.test_approvals import drive_with
+
+    folder = tmp_path / "repo/.rysh/automations/web"
+    folder.mkdir(parents=True)
+    path = folder / "look.md"
+    path.write_text("---\nloop:\n  while:\n    max_iterations: 3\n    prompts:\n      until: found\n---\nLook.\n")
+    (folder / "look.script.yaml").write_text('passes:\n  - task:\n      - text: Done.\n    judge: "YES\\nok"\n')
+    parent = services.run_start(kind="web", name_or_path=str(path), args=[], provider="scripted")
+    save = lambda n: {"text": "s", "tools": [tool("save_result", text=f"found {n}")]}  # noqa: E731
+    model = FakeModel(task=[save(1), {"text": "Done."}], judge=["NO\nmore", "NO\nmore", "NO\nmore"])
+    parent = drive_with(parent, model, WebTools(Path(parent.output_dir)))
+    assert parent.kind == "web" and parent.passes.count() == 3
+    plan = fork_plan(run=parent, pass_number=1)
+    assert any("browser's live state" in note for note in plan.notes)
+    fork = run_fork(run=parent, pass_number=1, user=None)
+    assert fork.slot == parent.target  # one browser profile: the recipe's slot
+    assert (Path(fork.output_dir) / "found.md").read_text() == "found 1"
+    assert any("browser's live state" in e.message for e in fork.events.filter(kind="note"))
