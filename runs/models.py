@@ -173,6 +173,13 @@ class Run(models.Model):
     def tokens_text(self) -> str:
         return format_tokens(self.tokens_counted)
 
+    def results_since(self) -> float | None:
+        """From when the files of its results folder are this run's (a timestamp, a second early):
+        since it started, or, for a fork, since it was made (its folder then got the parent's
+        results as they stood, which are the fork's own from the start: docs/forks.md)."""
+        at = self.created_at if self.forked_from_id else self.started_at
+        return at.timestamp() - 1 if at else None
+
     @property
     def duration_text(self) -> str:
         if not self.started_at:

@@ -329,7 +329,7 @@ def _folder_files(run: Run) -> list[dict]:
     folder = Path(run.output_dir) if run.output_dir else None
     if folder is None or not folder.is_dir() or run.started_at is None:
         return []
-    start = run.started_at.timestamp() - 1
+    start = run.results_since()
     end = run.ended_at.timestamp() + 1 if run.ended_at else float("inf")
     files = [p for p in result_files(folder, since=start) if p.stat().st_mtime <= end]
     files.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
