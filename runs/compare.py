@@ -12,6 +12,10 @@ from catalogue.recipe.reader import RecipeError, split_frontmatter
 from reviews.services import DiffLine, text_diff
 from runs.models import LedgerEntry, Pass, PassResult, Run
 from runs.snapshots import open_result, run_snapshot_files
+from workspaces import copies
+from workspaces.copies import CopyError
+from workspaces.models import WorkspacePass
+from workspaces.selectors import diff_text, workspace_of
 
 TEXT_LIMIT = 200_000  # bytes of a result file read to diff it; beyond: "changed", no diff
 LINEAGE_LIMIT = 100  # forks of forks followed up to the root; a cycle cannot loop forever
@@ -197,8 +201,6 @@ def pass_figures(run: Run) -> dict[int, PassFigures]:
 
 
 def _pass_stats(run: Run) -> dict[int, list[dict]]:
-    from workspaces.models import WorkspacePass
-
     rows = WorkspacePass.objects.filter(workspace__run=run).values_list("pass_number", "stat")
     return dict(rows)
 
@@ -274,10 +276,6 @@ def _text(row: PassResult) -> tuple[str | None, str]:
 def run_diff(run: Run) -> RunDiff:
     """The run's whole diff of its working copy: the stat as last measured and the patch while
     the copy is on disk."""
-    from workspaces import copies
-    from workspaces.copies import CopyError
-    from workspaces.selectors import diff_text, workspace_of
-
     workspace = workspace_of(run)
     if workspace is None:
         return RunDiff(missing="no working copy")
