@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from runs.lineage import edits_from, parent_values, run_family
-from tests.forks.rows_f import RECIPE, pass_row, run_row
+from tests.forks.rows_f import pass_row, run_row
 from tests.recipes_git import login, make_user
 
 pytestmark = pytest.mark.django_db
@@ -70,7 +70,7 @@ def test_the_fork_form_starts_from_the_parents_version(family, operator):
     assert ">\nWrite the report.\n</textarea>" in page
     assert 'name="budget" value="20b"' in page
     assert 'name="csrfmiddlewaretoken"' in page
-    assert f'<tr id="fork-point-3"><td>3</td><td>yes' in page
+    assert '<tr id="fork-point-3"><td>3</td><td>yes' in page
     # a fork's own form starts from what the fork ran with
     assert "And &lt;script&gt;" in operator.get(f"/runs/{fork.pk}/fork/").content.decode()
 
