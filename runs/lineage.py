@@ -80,11 +80,8 @@ def run_family(run: Run) -> Family:
 
 
 def fork_points_said(run: Run) -> dict[int, str]:
-    """forks.fork_points, or every ended pass said "" until restorable points are known."""
-    try:
-        return forks.fork_points(run)
-    except NotImplementedError:
-        return {n: "" for n in run.passes.filter(ended_at__isnull=False).values_list("number", flat=True)}
+    """forks.fork_points in pass order (0: the start)."""
+    return dict(sorted(forks.fork_points(run).items()))
 
 
 def prompt_edit(run: Run) -> list[DiffLine]:

@@ -25,7 +25,7 @@ class ForkForm(forms.Form):
     """Where the fork starts and what it changes; every edit field starts from the parent's
     recipe version (strip=False: a prompt reaches the model exactly as typed)."""
 
-    pass_number = forms.IntegerField(min_value=1, label="pass")
+    pass_number = forms.IntegerField(min_value=0, label="pass", help_text="0: the start")
     redo = forms.BooleanField(required=False, label="redo this pass (start from the end of the one before)")
     prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 12}), strip=False, required=False)
     iterate_with = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), strip=False, required=False)
@@ -58,7 +58,13 @@ def run_fork_new(request: HttpRequest, pk: int) -> HttpResponse:
     parent = _get_run(request, pk, "operate")
     initial = {**parent_values(parent), "pass_number": _point(request.GET.get("pass")), "redo": "redo" in request.GET}
     form = ForkForm(request.POST if request.method == "POST" else None, initial=initial)
-    page = {"parent": parent, "form": form, "points": fork_points_said(parent), "plan": None}
+    page = {
+        "parent": parent,
+        "form": form,
+        "points": fork_points_said(parent),
+        "plan": None,
+        "caveat": forks.fork_caveat(parent),
+    }
     if request.method != "POST":
         if initial["pass_number"]:
             page["plan"] = _plan(form, parent, initial["pass_number"], bool(initial["redo"]), None)
