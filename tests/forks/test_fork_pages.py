@@ -32,8 +32,8 @@ def family(tmp_path):
     fork = run_row(
         parent=parent, fork_pass=2, fork_edits={"prompt": f"Write the report.\nAnd {HOSTILE}\n", "until": "Done."}
     )
-    pass_row(fork, 1, verdict="YES", files={"report.md": "better\n"}, folder=tmp_path / "fork")
-    grandchild = run_row(parent=fork, fork_pass=0, fork_redo=True)
+    pass_row(fork, 3, verdict="YES", files={"report.md": "better\n"}, folder=tmp_path / "fork")
+    grandchild = run_row(parent=fork, fork_pass=2, fork_redo=True)
     return parent, fork, grandchild
 
 
@@ -55,7 +55,7 @@ def test_the_fork_page_says_where_it_came_from_with_its_prompt_edit_escaped(fami
     assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert '<tr class="diff-add">' in page  # the prompt edit as a diff
     assert "<code>until</code>: Done." in page
-    assert f'<a href="/runs/{grandchild.pk}/">run #{grandchild.pk}</a> (redo of pass 1' in page
+    assert f'<a href="/runs/{grandchild.pk}/">run #{grandchild.pk}</a> (redo of pass 3' in page
     parent_page = operator.get(f"/runs/{parent.pk}/").content.decode()
     assert f'Forks of this run: <a href="/runs/{fork.pk}/">run #{fork.pk}</a> (from pass 2' in parent_page
     # "Propose this edit" is for editors only
