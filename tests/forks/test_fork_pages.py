@@ -6,9 +6,21 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from catalogue.models import Recipe
+from catalogue.sync import recipes_sync
+from reviews.models import ChangeRequest
+from reviews.services import text_diff
+from runs import services
 from runs.lineage import edits_from, parent_values, run_family
+from runs.models import Run
+from tests.conftest import drive
+from tests.forks.fork_fixtures import (
+    four_pass_recipe,  # noqa: F401 (fixture)
+    per_pass,
+)
 from tests.forks.rows_f import pass_row, run_row
 from tests.recipes_git import login, make_user
+from tests.workspaces.conftest import code_repo  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 HOSTILE = "<script>alert(1)</script>"
@@ -136,3 +148,45 @@ def test_a_post_without_the_csrf_token_is_refused(family):
     login(client, make_user("erin", role="editor"))
     assert client.post(f"/runs/{fork.pk}/propose/").status_code == 403
     assert client.post(f"/runs/{parent.pk}/fork/", {"pass_number": 2}).status_code == 403
+
+
+# -- the Done-when's pages: a real coding run, a fork made from its page, compare, propose --------
+
+
+@pytest.fixture
+def catalogued_four(four_pass_recipe, settings):
+    settings.RYSH_RECIPES_BRANCH = "main"
+    recipes_sync()
+    return four_pass_recipe
+
+
+def test_a_fork_from_its_page_is_compared_and_proposed(catalogued_four):
+    recipe = Recipe.objects.get(kind="task", name="four")
+    parent = services.run_start(kind="task", name_or_path="four", args=[], provider="scripted", catalogue_only=True)
+    parent = drive(parent, per_pass(judge=["NO\nnot yet 1", "NO\nnot yet 2", "NO\nnot yet 3", "NO\nnot yet 4"]))
+    assert [p.verdict for p in parent.passes.order_by("number")] == ["NO"] * 4
+    admin = login(Client(), make_user("ada", role="admin"))
+
+    page = admin.get(f"/runs/{parent.pk}/fork/?pass=2").content.decode()
+    assert "Worst case of the fork" in page and "not paid again" in page
+    edited = parent_values(parent)["prompt"].rstrip("\n") + "\nTouch only calc.py.\n"
+    form = {**parent_values(parent), "prompt": edited, "pass_number": 2, "action": "start"}
+    response = admin.post(f"/runs/{parent.pk}/fork/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    fork = Run.objects.get(forked_from=parent)
+    assert response["Location"] == f"/runs/{fork.pk}/"
+    assert fork.fork_pass == 2 and fork.fork_edits == {"prompt": edited}
+    fork = drive(fork, per_pass(judge=["YES\nfine"]))
+    assert fork.cause == "fulfilled"
+
+    page = admin.get(f"/runs/{fork.pk}/compare/").content.decode()
+    assert f'A: <a href="/runs/{parent.pk}/">run #{parent.pk}</a>' in page
+    assert f'B: <a href="/runs/{fork.pk}/">run #{fork.pk}</a>' in page
+    assert '<tr id="compare-pass-3"><td>3</td>' in page and page.count("started after it (not run again)") == 2
+    assert "+Touch only calc.py." in page
+
+    admin.post(f"/runs/{fork.pk}/propose/")
+    change = ChangeRequest.objects.get()
+    assert change.base_text == recipe.latest.text
+    rows = [(d.kind, d.text) for d in text_diff(change.base_text, change.proposed_text) if d.kind in ("add", "del")]
+    assert rows == [("add", "Touch only calc.py.")]
