@@ -50,9 +50,16 @@ def _text(value) -> str:
 
 
 def edits_from(values: dict[str, str], parent: Run) -> forks.ForkEdits:
-    """The form's values as ForkEdits: only what differs from what the parent ran with."""
+    """The form's values as ForkEdits: only what differs from what the parent ran with. A browser
+    sends a textarea's lines ending in CRLF and may drop or add a final newline: not an edit."""
     before = parent_values(parent)
-    changed = {k: v for k, v in values.items() if k in before and v != before[k]}
+    changed = {}
+    for key, value in values.items():
+        if key not in before:
+            continue
+        value = value.replace("\r\n", "\n").replace("\r", "\n")
+        if value.strip() != before[key].strip():
+            changed[key] = value
     return forks.ForkEdits(**changed)
 
 

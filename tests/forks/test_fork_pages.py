@@ -190,3 +190,11 @@ def test_a_fork_from_its_page_is_compared_and_proposed(catalogued_four):
     assert change.base_text == recipe.latest.text
     rows = [(d.kind, d.text) for d in text_diff(change.base_text, change.proposed_text) if d.kind in ("add", "del")]
     assert rows == [("add", "Touch only calc.py.")]
+
+
+def test_a_browsers_line_endings_are_no_edit(family):
+    parent, _, _ = family
+    values = {k: v.replace("\n", "\r\n") + "\r\n" for k, v in parent_values(parent).items()}
+    assert edits_from(values, parent).edited() == {}
+    values["prompt"] = "Write the report.\r\nTwice.\r\n"
+    assert edits_from(values, parent).edited() == {"prompt": "Write the report.\nTwice.\n"}
