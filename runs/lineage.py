@@ -99,6 +99,15 @@ def prompt_edit(run: Run) -> list[DiffLine]:
     return text_diff(run_prompt(parent), run.fork_edits["prompt"]) if parent else []
 
 
+def passes_marked(passes: list, points: dict[int, str]) -> None:
+    """Each pass row told why it cannot be forked from (`fork_why`) or redone (`redo_why`, its
+    start being the end of the pass before): "" when it can. Only the page's rows are marked; a
+    pushed row offers both on any ended pass and the form says why not."""
+    for p in passes:
+        p.fork_why = points.get(p.number, "not a pass this run can be forked from")
+        p.redo_why = points.get(p.number - 1, "not a pass this run can be redone from")
+
+
 def lineage_context(run: Run, can: frozenset[str]) -> dict:
     """The run page's lineage: forked from which run at which pass with which edits, its forks,
     which passes can be forked (and why not), and whether this person may fork or propose."""
@@ -111,4 +120,5 @@ def lineage_context(run: Run, can: frozenset[str]) -> dict:
         "fork_points": fork_points_said(run) if "operate" in can else {},
         "can_fork": "operate" in can,
         "can_propose": "edit" in can and bool(run.forked_from_id),
+        "fork_caveat": forks.fork_caveat(run),
     }

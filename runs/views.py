@@ -30,7 +30,7 @@ from catalogue.spec import Kind
 from catalogue.views import _get_recipe_for_user
 from runs import labels, live, selectors, services, snapshots
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
-from runs.lineage import lineage_context
+from runs.lineage import lineage_context, passes_marked
 from runs.models import Approval, Pass, PassResult, Run, Step
 from runs.outlook import recipe_outlook
 from runs.report import plan_lines_from_snapshot
@@ -81,6 +81,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     template = live.RUN_FRAGMENTS if request.htmx else "runs/run_detail.html"
     if not request.htmx:  # the lineage is the page's, not pushed: it changes when a fork starts
         context.update(lineage_context(run, can))
+        passes_marked(context["passes"], context["fork_points"])
     return render(request, template, context)
 
 

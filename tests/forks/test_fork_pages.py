@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from catalogue.models import Recipe
 from catalogue.sync import recipes_sync
@@ -198,3 +199,15 @@ def test_a_browsers_line_endings_are_no_edit(family):
     assert edits_from(values, parent).edited() == {}
     values["prompt"] = "Write the report.\r\nTwice.\r\n"
     assert edits_from(values, parent).edited() == {"prompt": "Write the report.\nTwice.\n"}
+
+
+def test_a_pass_retention_emptied_is_not_offered(family, operator):
+    parent, _, _ = family
+    Run.objects.filter(pk=parent.pk).update(snapshots_pruned_at=timezone.now())
+    page = operator.get(f"/runs/{parent.pk}/").content.decode()
+    assert "Fork from here" not in page
+    assert 'title="pass 2: its results were removed by retention' in page
+    # redoing pass 1 starts from the run's start, which is still there
+    assert f'href="/runs/{parent.pk}/fork/?pass=1&amp;redo=1">Redo</a>' in page
+    form = operator.get(f"/runs/{parent.pk}/fork/?pass=2").content.decode()
+    assert "results were removed by retention" in form and 'id="fork-plan"' not in form
