@@ -211,3 +211,35 @@ def test_a_pass_retention_emptied_is_not_offered(family, operator):
     assert f'href="/runs/{parent.pk}/fork/?pass=1&amp;redo=1">Redo</a>' in page
     form = operator.get(f"/runs/{parent.pk}/fork/?pass=2").content.decode()
     assert "results were removed by retention" in form and 'id="fork-plan"' not in form
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("until", "", "until: the goal the judge checks cannot be empty"),
+        ("budget", "1", "below what one step needs"),
+        ("effort", "extreme", "effort: expected one of"),
+    ],
+)
+def test_a_refusal_sits_next_to_its_field_and_nothing_starts(family, operator, field, value, said):
+    parent, _, _ = family
+    runs = Run.objects.count()
+    form = {**parent_values(parent), "pass_number": 2, "action": "start", field: value}
+    response = operator.post(f"/runs/{parent.pk}/fork/", form)
+    assert response.status_code == 400
+    page = response.content.decode()
+    error = page[page.index(f'id="id_{field}_error"') :]
+    assert said in error[: error.index("</p>")]
+    assert Run.objects.count() == runs
+
+
+def test_the_form_shows_the_worst_case_and_what_the_parent_spent(family, operator):
+    parent, _, _ = family
+    page = operator.get(f"/runs/{parent.pk}/fork/?pass=2").content.decode()
+    assert 'id="fork-plan"' in page
+    assert f"Run #{parent.pk} spent 2000 tokens up to that point: not paid again." in page
+    assert "Worst case of the fork:" in page
+    page = operator.get(f"/runs/{parent.pk}/fork/?pass=3").content.decode()
+    assert "Fork from pass 3" in page
+    page = operator.get(f"/runs/{parent.pk}/fork/?pass=9").content.decode()
+    assert "has no pass 9 to fork from" in page and 'id="fork-plan"' not in page
