@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -397,6 +397,10 @@ def _history_runs(form: HistoryFilterForm) -> QuerySet[Run]:
     return selectors.run_history(**form.cleaned_data)
 
 
+# a run forks were made from: its row links its family (docs/forks.md)
+_HAS_FORKS = Exists(Run.objects.filter(forked_from=OuterRef("pk")))
+
+
 @login_required
 def history(request: HttpRequest) -> HttpResponse:
     require(request.user, "view")
@@ -407,7 +411,7 @@ def history(request: HttpRequest) -> HttpResponse:
         request,
         "runs/history.html",
         {
-            "page": Paginator(runs, HISTORY_PAGE_SIZE).get_page(request.GET.get("page")),
+            "page": Paginator(runs.annotate(has_forks=_HAS_FORKS), HISTORY_PAGE_SIZE).get_page(request.GET.get("page")),
             "form": form,
             "chart": _day_chart(selectors.run_history_per_day(runs, since=since), since),
             "query": request.GET.urlencode(),

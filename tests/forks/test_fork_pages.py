@@ -243,3 +243,10 @@ def test_the_form_shows_the_worst_case_and_what_the_parent_spent(family, operato
     assert "Fork from pass 3" in page
     page = operator.get(f"/runs/{parent.pk}/fork/?pass=9").content.decode()
     assert "has no pass 9 to fork from" in page and 'id="fork-plan"' not in page
+
+
+def test_the_history_page_links_a_family(family, operator):
+    parent, fork, grandchild = family
+    page = operator.get("/history/").content.decode()
+    assert f'href="/runs/{fork.pk}/family/" title="its family as a tree">fork of #{parent.pk}</a>' in page
+    assert f'href="/runs/{parent.pk}/family/" title="its family as a tree">forked</a>' in page
