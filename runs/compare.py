@@ -196,10 +196,21 @@ def _pass_stats(run: Run) -> dict[int, list[dict]]:
     return dict(rows)
 
 
+def edits_in_force(run: Run) -> dict:
+    """The edits a run ran with: its own over its parent's, … over the root's (a fork of a fork
+    keeps what its parent changed: runs.forks arms it from the parent's overrides)."""
+    merged: dict = {}
+    for ancestor in reversed(lineage(run)):
+        merged.update({k: v for k, v in (ancestor.fork_edits or {}).items() if v is not None})
+    return merged
+
+
 def run_prompt(run: Run) -> str:
-    """The task prompt the run ran: a fork's edited prompt, else its recipe version's body."""
-    if "prompt" in (run.fork_edits or {}):
-        return run.fork_edits["prompt"]
+    """The task prompt the run ran: an edited prompt (its own or an ancestor's), else its recipe
+    version's body."""
+    edits = edits_in_force(run) if run.forked_from_id else {}
+    if "prompt" in edits:
+        return edits["prompt"]
     try:
         return split_frontmatter(run.recipe_text, run.recipe_path).body
     except RecipeError:
@@ -212,7 +223,7 @@ SETTINGS = ("iterate_with", "until", "model", "effort", "budget")
 def settings_compared(a: Run, b: Run) -> list[tuple[str, str, str]]:
     """The fork edits other than the prompt that the two runs do not share ("as the recipe": not
     edited)."""
-    edits_a, edits_b = a.fork_edits or {}, b.fork_edits or {}
+    edits_a, edits_b = edits_in_force(a), edits_in_force(b)
     shown = []
     for key in SETTINGS:
         va, vb = edits_a.get(key), edits_b.get(key)

@@ -10,6 +10,7 @@ import yaml
 
 from reviews.models import ChangeRequest
 from reviews.services import change_request_open
+from runs.compare import edits_in_force
 from runs.models import Run
 from rysh_site.roles import require
 
@@ -148,8 +149,9 @@ def scalar(value: str) -> str:
 
 
 def fork_edits_proposed(run: Run) -> dict:
-    """The fork's edits a change can carry (prompt, until, iterate_with, budget)."""
-    return {k: v for k, v in (run.fork_edits or {}).items() if k in PROPOSED and v is not None}
+    """The fork's edits a change can carry (prompt, until, iterate_with, budget): its own and,
+    for a fork of a fork, those it ran with from its ancestors."""
+    return {k: v for k, v in edits_in_force(run).items() if k in PROPOSED}
 
 
 def fork_propose(*, run: Run, user) -> ChangeRequest:

@@ -10,7 +10,7 @@ import yaml
 from catalogue.recipe.reader import RecipeError, split_frontmatter
 from reviews.services import DiffLine, text_diff
 from runs import forks
-from runs.compare import lineage, run_prompt
+from runs.compare import edits_in_force, lineage, run_prompt
 from runs.models import Run
 
 FAMILY_LIMIT = 500  # runs drawn in one family tree: a page, not a dump
@@ -37,7 +37,7 @@ def parent_values(run: Run) -> dict[str, str]:
         "model": run.executor_model,
         "effort": _text(keys.get("effort")),
     }
-    values.update({k: v for k, v in (run.fork_edits or {}).items() if k in values and v is not None})
+    values.update({k: v for k, v in edits_in_force(run).items() if k in values})
     return values
 
 
@@ -92,11 +92,11 @@ def fork_points_said(run: Run) -> dict[int, str]:
 
 
 def prompt_edit(run: Run) -> list[DiffLine]:
-    """A fork's prompt edit as a diff against its parent's prompt; [] when not edited."""
-    if not run.forked_from_id or "prompt" not in (run.fork_edits or {}):
+    """A fork's own prompt edit as a diff against its parent's prompt; [] when not edited."""
+    parent = run.forked_from if run.forked_from_id else None
+    if parent is None or "prompt" not in (run.fork_edits or {}):
         return []
-    parent = run.forked_from
-    return text_diff(run_prompt(parent), run.fork_edits["prompt"]) if parent else []
+    return text_diff(run_prompt(parent), run_prompt(run))
 
 
 def passes_marked(passes: list, points: dict[int, str]) -> None:

@@ -162,3 +162,25 @@ def test_a_runner_who_cannot_edit_cannot_propose(work):
     assert runner.post(f"/runs/{fork.pk}/propose/").status_code == 403
     assert runner.get(f"/runs/{fork.pk}/propose/").status_code == 405
     assert not ChangeRequest.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_fork_of_a_fork_proposes_what_it_ran_with(editor):
+    parent, fork = fork_of_report(prompt="Write the report.\nCite every source.\n")
+    grandchild = run_row(
+        name="report",
+        text=fork.recipe_text,
+        recipe=fork.recipe,
+        recipe_version=fork.recipe_version,
+        parent=fork,
+        fork_pass=1,
+        fork_edits={"until": "Every source is cited."},
+    )
+    editor.post(f"/runs/{grandchild.pk}/propose/")
+    change = ChangeRequest.objects.get()
+    rows = [(d.kind, d.text) for d in text_diff(change.base_text, change.proposed_text) if d.kind in ("add", "del")]
+    assert rows == [
+        ("del", "      until: The report exists."),
+        ("add", "      until: Every source is cited."),
+        ("add", "Cite every source."),
+    ]
