@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -30,6 +30,7 @@ from catalogue.spec import Kind
 from catalogue.views import _get_recipe_for_user
 from runs import labels, live, selectors, services, snapshots
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
+from runs.lineage import lineage_context, passes_marked
 from runs.models import Approval, Pass, PassResult, Run, Step
 from runs.outlook import recipe_outlook
 from runs.report import plan_lines_from_snapshot
@@ -75,8 +76,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = _get_run_for_user(request, pk)
-    context = {**live.run_context(run, live.grants(request.user)), "plan_lines": plan_lines_from_snapshot(run.plan)}
+    can = live.grants(request.user)
+    context = {**live.run_context(run, can), "plan_lines": plan_lines_from_snapshot(run.plan)}
     template = live.RUN_FRAGMENTS if request.htmx else "runs/run_detail.html"
+    if not request.htmx:  # the lineage is the page's, not pushed: it changes when a fork starts
+        context.update(lineage_context(run, can))
+        passes_marked(context["passes"], context["fork_points"])
     return render(request, template, context)
 
 
@@ -392,6 +397,10 @@ def _history_runs(form: HistoryFilterForm) -> QuerySet[Run]:
     return selectors.run_history(**form.cleaned_data)
 
 
+# a run forks were made from: its row links its family (docs/forks.md)
+_HAS_FORKS = Exists(Run.objects.filter(forked_from=OuterRef("pk")))
+
+
 @login_required
 def history(request: HttpRequest) -> HttpResponse:
     require(request.user, "view")
@@ -402,7 +411,7 @@ def history(request: HttpRequest) -> HttpResponse:
         request,
         "runs/history.html",
         {
-            "page": Paginator(runs, HISTORY_PAGE_SIZE).get_page(request.GET.get("page")),
+            "page": Paginator(runs.annotate(has_forks=_HAS_FORKS), HISTORY_PAGE_SIZE).get_page(request.GET.get("page")),
             "form": form,
             "chart": _day_chart(selectors.run_history_per_day(runs, since=since), since),
             "query": request.GET.urlencode(),
