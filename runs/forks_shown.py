@@ -106,7 +106,7 @@ def data_lines(data, depth: int = 0) -> list[str]:
         if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
             lines.append(f"{pad}{label}:")
             lines += [f"{pad}{INDENT}{row}" for row in table(value)]
-        elif isinstance(value, dict):
+        elif isinstance(value, dict) and not _is_run(value):
             lines.append(f"{pad}{label}:")
             lines += data_lines(value, depth + 1)
         elif isinstance(value, str) and "\n" in value:
@@ -130,7 +130,7 @@ def table(rows: list[dict]) -> list[str]:
 def _text(value) -> str:
     if value is None:
         return "—"
-    if isinstance(value, dict) and {"id", "target"} <= set(value):
+    if isinstance(value, dict) and _is_run(value):
         return f"run #{value['id']} ({value['target']})"
     if isinstance(value, list):
         return ", ".join(_text(v) for v in value) or "—"
@@ -141,3 +141,7 @@ def _text(value) -> str:
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value).replace("\n", " ")
+
+
+def _is_run(value: dict) -> bool:
+    return {"id", "target", "state"} <= set(value)
