@@ -13,6 +13,7 @@ from pathlib import Path
 
 from django.db import models
 
+from runs.compare import Comparison
 from runs.forks import ForkPlan
 from runs.models import Run
 
@@ -87,13 +88,61 @@ def as_data(value):
 
 
 def compare_lines(comparison) -> list[str]:
-    """A comparison as text: its own `lines` when it has them; else each part under its name,
-    a list of rows as a table (one column per key), text as an indented block."""
-    own = getattr(comparison, "lines", None)
-    own = own() if callable(own) else own
-    if own:
-        return [str(line) for line in own]
-    return data_lines(as_data(comparison))
+    """A comparison as text: the runs, the per-pass table, the results file by file, each run's
+    diff stat, the prompt edits and the other edits. What has no place there (a figure added
+    since) is walked: each part under its name, rows as a table, text as an indented block."""
+    if not isinstance(comparison, Comparison):
+        return data_lines(as_data(comparison))
+    a, b = comparison.a, comparison.b
+    lines = [f"A: run #{a.pk} {a.target}  {_state(a)}", f"B: run #{b.pk} {b.target}  {_state(b)}", ""]
+    lines += ["passes:"] + [INDENT + row for row in table([pass_row(row) for row in comparison.passes] or [{}])]
+    lines += ["", "results:"]
+    lines += [f"{INDENT}{f.status:<10} {f.name}" + (f"  ({f.note})" if f.note else "") for f in comparison.files]
+    if not comparison.files:
+        lines.append(f"{INDENT}(neither run kept a result)")
+    for label, diff in (("A", comparison.diff_a), ("B", comparison.diff_b)):
+        lines.append(f"diff of {label}: {diff_stat(diff.stat)}" + (f" ({diff.missing})" if diff.missing else ""))
+    lines += ["", "prompt edits (A → B):"]
+    lines += [f"{INDENT}{_diff_line(d)}" for d in comparison.prompt_diff] or [f"{INDENT}(the same prompt)"]
+    lines += [f"{what}: A {va!r}, B {vb!r}" for what, va, vb in comparison.settings]
+    return lines
+
+
+def pass_row(row) -> dict:
+    """One line of the per-pass table: a run's own pass, or "(kept)" for one it started after."""
+    out = {"pass": row.position}
+    for label, figures, inherited in (("A", row.a, row.a_inherited), ("B", row.b, row.b_inherited)):
+        if figures is None:
+            out |= {label: "(kept)" if inherited else "—", f"{label} tokens": "", f"{label} $": "", f"{label} s": ""}
+            out[f"{label} diff"] = ""
+            continue
+        out |= {
+            label: f"#{figures.number} {figures.verdict or '—'}",
+            f"{label} tokens": f"{figures.tokens:,}",
+            f"{label} $": f"{figures.cost:.4f}" if figures.cost is not None else "—",
+            f"{label} s": f"{figures.seconds:.0f}" if figures.seconds is not None else "—",
+            f"{label} diff": f"+{figures.added} -{figures.removed}",
+        }
+    return out
+
+
+def diff_stat(stat: list[dict]) -> str:
+    if not stat:
+        return "no changes"
+    added = sum(row.get("added") or 0 for row in stat)
+    removed = sum(row.get("removed") or 0 for row in stat)
+    return f"{len(stat)} file(s), +{added} -{removed}"
+
+
+def _diff_line(line) -> str:
+    return {"add": "+", "del": "-", "hunk": ""}.get(line.kind, " ") + line.text
+
+
+def _state(run: Run) -> str:
+    cause = f" ({run.cause})" if run.cause and run.cause not in run.state_label else ""
+    return f"{run.state_label}{cause}" + (
+        f", forked from run #{run.forked_from_id} at pass {run.fork_pass}" if run.forked_from_id else ""
+    )
 
 
 def data_lines(data, depth: int = 0) -> list[str]:

@@ -13,7 +13,7 @@ from pydantic import ConfigDict, Field
 from api.views.common import ApiError, acting
 from api.views.runs import run_of, run_summary
 from runs import compare, forks
-from runs.forks_shown import as_data, plan_data, plan_lines, same_recipe_problem
+from runs.forks_shown import as_data, compare_lines, plan_data, plan_lines, same_recipe_problem
 
 router = Router(tags=["forks"])
 
@@ -68,7 +68,11 @@ class ForkStartedOut(Schema):
 class CompareOut(Schema):
     a: RunRefOut
     b: RunRefOut
-    comparison: dict[str, Any]  # runs.compare's figures: per pass, the final results and diffs, the prompt edits
+    # runs.compare's figures: passes (per position from the lineage's root: each run's pass with its
+    # verdict, tokens, cost, seconds, diff stat), files (the final results, each same, changed with
+    # its diff, or only in one), diff_a and diff_b (each run's whole diff), prompt_diff, settings
+    comparison: dict[str, Any]
+    lines: list[str]  # what `auto <kind> compare` prints
 
 
 def fork_of(run_id: int, payload: ForkIn, *, owner) -> dict:
@@ -101,7 +105,11 @@ def compare_of(a_id: int, b_id: int) -> dict:
     a, b = run_of(a_id), run_of(b_id)
     if problem := same_recipe_problem(a, b):
         raise ApiError(400, problem, field="b")
-    return {"a": as_data(a), "b": as_data(b), "comparison": as_data(compare.runs_compare(a, b))}
+    try:
+        comparison = compare.runs_compare(a, b)
+    except compare.CompareRefused as exc:
+        raise ApiError(400, str(exc), field="b") from None
+    return {"a": as_data(a), "b": as_data(b), "comparison": as_data(comparison), "lines": compare_lines(comparison)}
 
 
 @router.post("/runs/{run_id}/fork", response={200: ForkDryRunOut, 201: ForkStartedOut})

@@ -103,7 +103,10 @@ def do_compare(cli: Cli, target, recipe_args, options):
     a, b = compare_pair(cli, target, recipe_args)
     if problem := same_recipe_problem(a, b):
         raise CommandError(problem)
-    comparison = compare.runs_compare(a, b)
+    try:
+        comparison = compare.runs_compare(a, b)
+    except compare.CompareRefused as exc:
+        raise CommandError(str(exc)) from None
     if options.get("eval_json"):
         cli.stdout.write(json.dumps(as_data(comparison), indent=2, ensure_ascii=False))
         return

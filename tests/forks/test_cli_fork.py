@@ -218,6 +218,27 @@ def test_compare_refuses_a_run_that_is_no_fork_alone_and_runs_of_two_recipes(par
     assert compared == []
 
 
+def test_compare_of_two_real_runs_prints_passes_results_diffs_and_prompt_edits(parent, recipe_file):
+    """The real runs_compare: two runs of the recipe, the second with one more pass fulfilled."""
+    path = recipe_file(RECIPE.replace("Save a note.", "Save a short note."), "job")
+    run = services.run_start(kind="task", name_or_path=str(path), args=[], provider="scripted")
+    other = drive(run, FakeModel(judge=["NO\nnot yet", "YES\nsaved"]))
+    lines = auto("task", "compare", str(parent.pk), str(other.pk)).splitlines()
+    assert lines[0].startswith(f"A: run #{parent.pk} task/job") and lines[1].startswith(f"B: run #{other.pk} task/job")
+    header = lines.index("passes:") + 1
+    assert lines[header].split()[:4] == ["pass", "A", "A", "tokens"]
+    third = lines[header + 3].split()
+    assert third[:3] == ["3", "#3", "NO"] and "—" in third  # B ran two passes
+    assert lines[header + 2].split()[:3] == ["2", "#2", "NO"] and "#2 YES" in lines[header + 2]
+    assert "diff of A: no changes (no working copy)" in lines
+    edits = lines[lines.index("prompt edits (A → B):") + 1 :]
+    assert "  -Save a note." in edits and "  +Save a short note." in edits
+    data = json.loads(auto("task", "compare", str(parent.pk), str(other.pk), "--json"))
+    assert [row["position"] for row in data["passes"]] == [1, 2, 3]
+    assert data["passes"][1]["b"]["verdict"] == "YES" and data["passes"][2]["b"] is None
+    assert {"kind": "add", "text": "Save a short note.", "old": None, "new": 1} in data["prompt_diff"]
+
+
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text() | st.decimals(allow_nan=False, allow_infinity=False),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
