@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from budgets.efforts import EFFORTS
 from budgets.plan import Plan, resolve
 from budgets.units import format_tokens, parse_duration, parse_tokens
 from catalogue.recipe import normal_workdir, parse_recipe, render
@@ -33,6 +34,12 @@ WORKDIR_OVERRIDE = "workdir"
 TASK_OVERRIDE = "task"
 UNTIL_OVERRIDE = "until"
 CASE_TASK_HEADING = "The task of this case:"
+# a fork's edits (docs/forks.md): the task prompt, `iterate_with`, the model and the effort as
+# the person set them (`until` is UNTIL_OVERRIDE, the budget the loop's `total`)
+PROMPT_OVERRIDE = "prompt"
+ITERATE_OVERRIDE = "iterate_with"
+MODEL_OVERRIDE = "model"
+EFFORT_OVERRIDE = "effort"
 # what a preview fills `{{workdir}}` with: no copy exists before the run starts
 COPY_PREVIEW = "<the run's working copy>"
 
@@ -58,6 +65,9 @@ def apply_overrides(spec: RecipeSpec, overrides: dict[str, Any]) -> RecipeSpec:
         if key == UNTIL_OVERRIDE:
             loop = dataclasses.replace(loop, until=str(raw))
             continue
+        if key in _EDITS:
+            spec, do, loop = _EDITS[key](spec, do, loop, raw)
+            continue
         if key not in OVERRIDES:
             raise OverrideError(f"unknown override {key!r}; known: {', '.join(OVERRIDES)}")
         part, field, parse = OVERRIDES[key]
@@ -74,6 +84,34 @@ def apply_overrides(spec: RecipeSpec, overrides: dict[str, Any]) -> RecipeSpec:
         else:
             loop = dataclasses.replace(loop, **{field: value})
     return dataclasses.replace(spec, do=do, loop_while=loop)
+
+
+def _edit_prompt(spec, do, loop, raw):
+    return dataclasses.replace(spec, prompt=str(raw)), do, loop
+
+
+def _edit_iterate_with(spec, do, loop, raw):
+    return spec, do, dataclasses.replace(loop, iterate_with=str(raw))
+
+
+def _edit_model(spec, do, loop, raw):
+    if not str(raw).strip():
+        raise OverrideError("model: expected a model name, got nothing")
+    return spec, dataclasses.replace(do, model=str(raw).strip()), loop
+
+
+def _edit_effort(spec, do, loop, raw):
+    if raw not in EFFORTS:
+        raise OverrideError(f"effort: expected one of {', '.join(EFFORTS)}, got {raw!r}")
+    return dataclasses.replace(spec, effort=raw), do, loop
+
+
+_EDITS = {
+    PROMPT_OVERRIDE: _edit_prompt,
+    ITERATE_OVERRIDE: _edit_iterate_with,
+    MODEL_OVERRIDE: _edit_model,
+    EFFORT_OVERRIDE: _edit_effort,
+}
 
 
 def _workdir_override(spec: RecipeSpec, raw: object) -> str:

@@ -38,8 +38,8 @@ class Passes:
         """The run's newest pass (the first one started when there is none), its conversation
         loaded when it has not ended."""
         run_pass = self.run.passes.order_by("-number").first()
-        if run_pass is None:
-            return self.start(1, previous=None)
+        if run_pass is None:  # a fork goes on with the pass after the one it forks from
+            return self.start((self.run.fork_pass or 0) + 1, previous=None)
         if run_pass.ended_at is None:  # a continue, a lost worker's re-run: the same conversation
             self.conversation = Conversation.load(run_pass)
             self._tell_calls_lost(run_pass)
@@ -77,6 +77,8 @@ class Passes:
                 result=judging.newest_result(self._resumed_folder()),
                 workdir=workdir,
             )
+        elif previous is None and self.run.fork_pass:
+            text = self._forked_message(number)
         elif previous is None:
             text = first_message(spec, self.run.args, out, workdir=workdir)
         else:
@@ -96,6 +98,17 @@ class Passes:
         self.run.pass_number, self.run.phase = number, Phase.TASK
         events.record(self.run, "pass.started", f"pass {number}/{self.plan.passes} started", number=number)
         return run_pass
+
+    def _forked_message(self, number: int) -> str:
+        """A fork's first pass (docs/forks.md), seeded as the parent's next pass would have been:
+        with what the parent's pass saved and its verdict's reason, in the fork's own prompts."""
+        forked = Pass.objects.filter(run_id=self.run.forked_from_id, number=self.run.fork_pass).first()
+        result = snapshots.judge_input(forked) if forked is not None and forked.snapshot_at else None
+        reason = forked.reason if forked is not None else ""
+        spec, out = self.armed.spec, str(self.armed.output_dir)
+        return seeded_message(
+            spec, self.run.args, out, number=number, result=result, reason=reason, workdir=self.armed.workdir
+        )
 
     def _resumed_folder(self) -> Path:
         """Where the resumed run saved: its own results folder (a coding run's is its slot's,

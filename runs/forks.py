@@ -6,10 +6,38 @@ budget). "Redo pass N" starts from the end of pass N-1. Earlier passes are not p
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from runs.models import Run
-from runs.services import RunRefused
+from django.conf import settings
+from django.db.models import Sum
+
+from agents.providers import ProviderError, preflight_models
+from budgets.guard import MIN_USEFUL_OUTPUT, REQUEST_OVERHEAD
+from budgets.units import UnitError, format_tokens, parse_tokens
+from catalogue.plan_report import models_for
+from catalogue.recipe import RecipeError, parse_recipe
+from catalogue.repo import open_repo
+from runs import events, snapshots
+from runs.arming import (
+    EFFORT_OVERRIDE,
+    ITERATE_OVERRIDE,
+    MODEL_OVERRIDE,
+    PROMPT_OVERRIDE,
+    UNTIL_OVERRIDE,
+    OverrideError,
+    apply_overrides,
+    arm,
+)
+from runs.models import LedgerEntry, Pass, Run
+from runs.outlook import WorstCase
+from runs.services import FORK_SLOT, ForkStart, RecipeSource, RunRefused, run_start
+from workspaces.copies import Copy, has_commit
+from workspaces.models import WorkspacePass, WorkspaceState
+from workspaces.services import POINT_REFS
+from workspaces.source import Source
 
 
 class ForkRefused(RunRefused):
@@ -49,17 +77,194 @@ class ForkPlan:
     parent_spent_tokens: int = 0
     notes: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    worst_money: object | None = None  # a Decimal; None: a model has no price
+    overrides: dict = field(default_factory=dict)  # the parent's, with the edits: what the fork arms with
+    passes_left: int = 0  # the passes the fork may run: from_pass+1 … the recipe's last
+    executor: str = ""
+    judge: str = ""
+
+
+# the edits, as the run's overrides keep them (runs/arming.py): the worker re-arms the fork with them
+EDIT_OVERRIDES = {
+    "prompt": PROMPT_OVERRIDE,
+    "iterate_with": ITERATE_OVERRIDE,
+    "until": UNTIL_OVERRIDE,
+    "model": MODEL_OVERRIDE,
+    "effort": EFFORT_OVERRIDE,
+    "budget": "total",
+}
+BROWSER_NOT_RESTORED = (
+    "a web run's point is its results and the verdict: the browser's live state (open pages, a "
+    "login) cannot be restored, so a fork starts a fresh browser at the recipe's start page"
+)
+ONE_STEP = REQUEST_OVERHEAD + MIN_USEFUL_OUTPUT  # the least one model call needs
+
+
+def fork_caveat(run: Run) -> str:
+    """What a fork of `run` cannot restore, said on the fork form and the run's page ("" none)."""
+    return BROWSER_NOT_RESTORED if run.kind == "web" else ""
 
 
 def fork_points(run: Run) -> dict[int, str]:
     """pass number -> "" when it can be forked from, else why not (no point kept, removed by
     retention, a web run's live browser state not restorable — said, but its results fork)."""
-    raise NotImplementedError
+    workspace = getattr(run, "workspace", None) if hasattr(run, "workspace") else None
+    points = {}
+    if workspace is not None:
+        points = {wp.pass_number: wp for wp in WorkspacePass.objects.filter(workspace=workspace)}
+    start = run.fork_pass or 0
+    found = {start: _start_reason(run, workspace)}
+    for run_pass in run.passes.order_by("number"):
+        found[run_pass.number] = _pass_reason(run, run_pass, workspace, points.get(run_pass.number))
+    return found
 
 
-def fork_plan(*, run: Run, pass_number: int, redo: bool = False, edits: ForkEdits | None = None) -> ForkPlan:
-    """Raises ForkRefused (with `field`) before anything is spent."""
-    raise NotImplementedError
+def _start_reason(run: Run, workspace) -> str:
+    if run.forked_from_id:
+        return f"this run starts from run #{run.forked_from_id} at pass {run.fork_pass}: fork that run there instead"
+    if workspace is not None and (workspace.carried_from_id or workspace.base_ref.startswith(POINT_REFS)):
+        return f"its working copy was carried over from run #{run.resumed_from_id}: fork that run instead"
+    return ""
+
+
+def _pass_reason(run: Run, run_pass: Pass, workspace, point: WorkspacePass | None) -> str:
+    n = run_pass.number
+    if run_pass.ended_at is None:
+        return f"pass {n} has not ended"
+    if run.snapshots_pruned_at is not None:
+        return f"pass {n}: its results were removed by retention (snapshots pruned), so they cannot be restored"
+    if run_pass.snapshot_at is None:
+        return f"pass {n}: its results were not kept as a snapshot, so they cannot be restored"
+    if workspace is None:
+        return ""
+    if point is None or not point.point:
+        if workspace.state == WorkspaceState.REMOVED:
+            return f"pass {n}: its restorable point went with the working copy, removed by retention"
+        if workspace.state == WorkspaceState.DISCARDED:
+            return f"pass {n}: its restorable point went with the working copy, discarded"
+        return f"pass {n}: no restorable point was kept for it"
+    if not has_commit(Copy(Path(workspace.home)), point.point):
+        return f"pass {n}: its restorable point is gone with the working copy (removed by retention)"
+    return ""
+
+
+def _from_pass(run: Run, pass_number: int, redo: bool) -> int:
+    if redo and pass_number < 1:
+        raise ForkRefused(f"redo: expected a pass of run #{run.pk} (1 or more), got {pass_number}", field="pass")
+    from_pass = pass_number - 1 if redo else pass_number
+    points = fork_points(run)
+    if from_pass not in points:
+        forkable = ", ".join(str(n) for n, why in sorted(points.items()) if not why) or "none"
+        raise ForkRefused(f"run #{run.pk} has no pass {from_pass} to fork from (forkable: {forkable})", field="pass")
+    if points[from_pass]:
+        raise ForkRefused(f"run #{run.pk}: {points[from_pass]}", field="pass")
+    return from_pass
+
+
+def _overrides(run: Run, edits: ForkEdits) -> dict:
+    """The parent's overrides with the edits; each edit checked on its own, so a refusal names it."""
+    edited = edits.edited()
+    if "until" in edited and not str(edited["until"]).strip():
+        raise ForkRefused("until: the goal the judge checks cannot be empty", field="until")
+    if "prompt" in edited and not str(edited["prompt"]).strip():
+        raise ForkRefused("prompt: the task prompt cannot be empty", field="prompt")
+    if "budget" in edited:
+        try:
+            parse_tokens(edited["budget"])
+        except UnitError as exc:
+            raise ForkRefused(f"budget: {exc}", field="budget") from None
+    spec = parse_recipe(run.recipe_text, path=run.recipe_path, kind=run.kind)
+    overrides = dict(run.overrides)
+    for name, value in edited.items():
+        key = EDIT_OVERRIDES[name]
+        try:
+            apply_overrides(spec, {key: value})
+        except OverrideError as exc:
+            raise ForkRefused(str(exc), field=name) from None
+        overrides[key] = value
+    return overrides
+
+
+def _version_notes(run: Run) -> list[str]:
+    """The recipe's file changed since the parent ran: the fork runs the parent's version."""
+    recipe = run.recipe
+    if recipe is not None and run.recipe_version_id and recipe.good_id and recipe.good_id != run.recipe_version_id:
+        return [
+            f"the recipe {run.target} changed since run #{run.pk} (now {recipe.good.commit_sha[:8]}); the fork "
+            f"runs the parent's version {run.recipe_version.commit_sha[:8]}, with the edits"
+        ]
+    if recipe is None and run.recipe_path and Path(run.recipe_path).is_file():
+        if Path(run.recipe_path).read_text(encoding="utf-8") != run.recipe_text:
+            return [f"the recipe file {run.recipe_path} changed since run #{run.pk}; the fork runs the parent's text"]
+    return []
+
+
+def fork_plan(
+    *,
+    run: Run,
+    pass_number: int,
+    redo: bool = False,
+    edits: ForkEdits | None = None,
+    target: str | None = None,
+) -> ForkPlan:
+    """Raises ForkRefused (with `field`) before anything is spent. `target` (`task/fix`): the
+    recipe the caller named, refused when the run is another's."""
+    if target is not None and target != run.target:
+        raise ForkRefused(f"run #{run.pk} is a run of {run.target}, not of {target}", field="run")
+    edits = edits or ForkEdits()
+    from_pass = _from_pass(run, pass_number, redo)
+    overrides = _overrides(run, edits)
+    try:
+        spec, plan = arm(run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=overrides)
+    except (RecipeError, OverrideError) as exc:
+        raise ForkRefused(str(exc)) from None
+    left = plan.passes - from_pass
+    if left < 1:
+        raise ForkRefused(
+            f"pass {from_pass} is the last of the recipe's {plan.passes} pass(es): nothing is left to run after it; "
+            f"redo it (--redo) instead",
+            field="pass",
+        )
+    # a pass's task leg, and the whole loop's budget when it has one: either below one call's
+    # least and the fork could not take a single step
+    smallest = min(plan.split.task.tokens, plan.outer_tokens or plan.split.task.tokens)
+    if smallest < ONE_STEP:
+        raise ForkRefused(
+            f"budget: {format_tokens(smallest)} tokens is below what one step needs ({format_tokens(ONE_STEP)})",
+            field="budget",
+        )
+    executor, judge = models_for(spec)
+    if "model" in edits.edited() and run.provider == "anthropic":
+        try:
+            preflight_models([executor])
+        except ProviderError as exc:
+            raise ForkRefused(f"model: {exc}", field="model") from None
+    if run.provider == "scripted":
+        executor = judge = run.executor_model
+    worst = WorstCase.of(dataclasses.replace(plan, passes=left), executor=executor, judge=judge)
+    spent = LedgerEntry.objects.filter(run=run, pass_number__lte=from_pass).aggregate(n=Sum("counted_tokens"))["n"]
+    notes = _version_notes(run) + ([fork_caveat(run)] if fork_caveat(run) else [])
+    said = f"redo of pass {pass_number}" if redo else f"from pass {from_pass}"
+    lines = [
+        f"fork of run #{run.pk} ({run.target}) {said}: it starts as pass {from_pass} ended and runs pass "
+        f"{from_pass + 1} on (at most {left} pass(es))",
+        f"{worst.text()}; run #{run.pk} spent {format_tokens(spent or 0)} tokens up to there (not paid again)",
+    ]
+    return ForkPlan(
+        parent=run,
+        from_pass=from_pass,
+        redo=redo,
+        recipe_text=run.recipe_text,
+        worst_tokens=worst.tokens,
+        parent_spent_tokens=spent or 0,
+        notes=notes,
+        lines=lines,
+        worst_money=worst.money,
+        overrides=overrides,
+        passes_left=left,
+        executor=executor,
+        judge=judge,
+    )
 
 
 def run_fork(
@@ -70,6 +275,80 @@ def run_fork(
     redo: bool = False,
     edits: ForkEdits | None = None,
     provider: str | None = None,
+    target: str | None = None,
 ) -> Run:
     """Start the fork (quotas, notifications, audit `run.fork` apply: it is a run). Raises ForkRefused."""
-    raise NotImplementedError
+    edits = edits or ForkEdits()
+    plan = fork_plan(run=run, pass_number=pass_number, redo=redo, edits=edits, target=target)
+    token = uuid.uuid4().hex[:10]
+    said = f"redo of pass {pass_number}" if redo else f"at pass {plan.from_pass}"
+    source = RecipeSource(
+        kind=run.kind,
+        name=run.name,
+        path=run.recipe_path,
+        text=run.recipe_text,
+        recipe=run.recipe,
+        version=run.recipe_version,
+        notes=[f"forked from run #{run.pk} {said}", *plan.notes],
+        script=Path(run.script_path) if run.script_path else None,
+    )
+    fork = ForkStart(
+        parent=run,
+        from_pass=plan.from_pass,
+        redo=redo,
+        edits=edits.edited(),
+        source=source,
+        slot=f"{FORK_SLOT}{run.target}/{token}"[:260],
+        output_dir=str(Path(settings.RYSH_RESULTS_DIR) / "forks" / run.kind / run.name / token),
+        restore=lambda new, folder: fork_restore_results(run, plan.from_pass, folder, new_run=new),
+        **_copy_from(run, plan.from_pass),
+    )
+    try:
+        return run_start(
+            kind=run.kind,
+            name_or_path=run.name,
+            args=list(run.args),
+            user=user,
+            headless=run.headless,
+            overrides=plan.overrides,
+            provider=provider or run.provider,
+            fork=fork,
+        )
+    except ForkRefused:
+        raise
+    except RunRefused as exc:
+        raise ForkRefused(str(exc)) from None
+
+
+def _copy_from(run: Run, from_pass: int) -> dict:
+    """Where a coding fork's copy is made from: the pass's point in the parent's copy, or (pass 0)
+    the commit the parent's copy was made from."""
+    workspace = getattr(run, "workspace", None) if hasattr(run, "workspace") else None
+    if workspace is None:
+        return {}
+    if from_pass:
+        return {
+            "point": WorkspacePass.objects.select_related("workspace").get(workspace=workspace, pass_number=from_pass)
+        }
+    location = workspace.source_path or str(open_repo(settings.RYSH_RECIPES_REPO).git_dir)
+    copy = Source(
+        location=location,
+        shown=workspace.source,
+        commit=workspace.base_commit,
+        ref=workspace.base_ref,
+        recipes_repo=not workspace.source_path,
+    )
+    return {"copy": copy}
+
+
+def fork_restore_results(parent: Run, from_pass: int, folder: Path, *, new_run: Run | None = None) -> list[str]:
+    """The parent's results as they stood at the end of `from_pass` (its snapshot) written into
+    the fork's `folder` (empty for pass 0). Returns the names that could not be restored (too
+    large to keep, or their content gone), each said on the fork's page."""
+    if not from_pass:
+        return []
+    run_pass = Pass.objects.get(run=parent, number=from_pass)
+    missing = snapshots.restore_pass(run_pass, Path(folder))
+    if missing and new_run is not None:
+        events.record(new_run, "note", f"not restored from pass {from_pass} (not kept): {', '.join(missing)}")
+    return missing

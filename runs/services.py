@@ -159,6 +159,28 @@ class EvalCase:
     label: str
 
 
+FORK_SLOT = "fork/"  # the slots of forks: fork/<target>/<token>, so a running parent goes on beside them
+
+
+@dataclass(frozen=True)
+class ForkStart:
+    """A fork of `parent` (docs/forks.md), made by runs.forks.run_fork: the parent's recipe
+    version (`source`), a slot and results folder of its own, and for a coding run the pass whose
+    restorable point its copy is made from (`point`, None: the parent's start commit, `copy`).
+    `restore` fills the new run's results folder before any worker can take it."""
+
+    parent: Run
+    from_pass: int
+    redo: bool
+    edits: dict
+    source: RecipeSource
+    slot: str
+    output_dir: str
+    point: object | None = None  # a WorkspacePass
+    copy: CopySource | None = None
+    restore: object | None = None  # callable(run, folder) -> None
+
+
 def run_start(
     *,
     kind: str,
@@ -176,6 +198,7 @@ def run_start(
     catalogue_only: bool = False,
     eval_case: EvalCase | None = None,
     trace_parent: dict | None = None,
+    fork: ForkStart | None = None,
 ) -> Run | DryRun:
     """Arm and queue a run, or refuse with a clear message before anything is spent. `base`:
     the branch, tag or commit a coding run's copy starts from (`--base`; else the recipe's
@@ -183,10 +206,12 @@ def run_start(
     agent in another folder of the repository. `catalogue_only`: started from the web, the API
     or MCP (see recipe_source). `eval_case`: the run of an eval case (see EvalCase).
     `trace_parent`: the stored trace context the run's trace hangs under (an eval suite's:
-    docs/tracing.md)."""
+    docs/tracing.md). `fork`: a fork of a run (see ForkStart)."""
     if eval_case is not None:
         source = eval_case.source
         source.notes.append(eval_case.label)
+    elif fork is not None:
+        source = fork.source
     else:
         source = recipe_source(kind=kind, name_or_path=name_or_path, catalogue_only=catalogue_only)
     overrides = {**(overrides or {}), **({WORKDIR_OVERRIDE: workdir} if workdir is not None else {})}
@@ -198,7 +223,7 @@ def run_start(
     # what `check` refuses with the database (MCP servers, channels, the base, the workdir), of the
     # recipe as written: a run's own --workdir or --base is checked where the copy is chosen
     extra = extra_issues(parse_recipe(source.text, path=source.path, kind=kind))
-    if eval_case is not None:  # an eval case's copy is its own (its files/), not the repository's
+    if eval_case is not None or fork is not None:  # its copy is its own (files/, a point), not the repository's
         extra = [issue for issue in extra if issue.field not in ("workdir", "base")]
     if extra:
         raise RunRefused("; ".join(str(issue) for issue in extra))
@@ -207,8 +232,12 @@ def run_start(
     slot, output_dir = _slot_and_folder(spec, args, overrides, output_dir)
     if eval_case is not None:
         slot, output_dir = eval_case.slot, Path(eval_case.output_dir)
+    if fork is not None:
+        slot, output_dir = fork.slot, Path(fork.output_dir)
     owner = (
-        None if eval_case else results_folder_owner(kind=spec.kind, name=spec.name, output_dir=spec.output_dir or "")
+        None
+        if eval_case or fork
+        else results_folder_owner(kind=spec.kind, name=spec.name, output_dir=spec.output_dir or "")
     )
     if owner is not None:
         raise RunRefused(
@@ -227,6 +256,10 @@ def run_start(
     if eval_case is not None and spec.workdir is not None:
         _refuse_without_sandbox(spec.target)
         copy_source = eval_case.copy
+    elif fork is not None:
+        if spec.workdir is not None:
+            _refuse_without_sandbox(spec.target)
+        copy_source = fork.copy
     else:
         copy_source = _copy_source(spec, source, base, resumed_from)
     executor, judge = models_for(spec)
@@ -260,6 +293,7 @@ def run_start(
         schedule=schedule,
         copy_source=copy_source,
         trace_context=tracing.child_context(trace_parent),
+        fork=fork,
     )
 
 
@@ -346,6 +380,7 @@ def _create_run(
     schedule,
     copy_source,
     trace_context=None,
+    fork: ForkStart | None = None,
 ) -> Run:
     if copy_source is not None and copy_source.note:
         source.notes.append(copy_source.note)
@@ -373,19 +408,28 @@ def _create_run(
                 script_path=str(source.script or ""),
                 resumed_from=resumed_from,
                 trace_context=trace_context or {},
+                **_lineage(fork),
             )
             if spec.workdir is not None:
-                workspace_arm(run=run, workdir=spec.workdir, source=copy_source, sandboxed=sandbox_config().enabled)
+                forked = fork.point if fork is not None else None
+                workspace_arm(
+                    run=run, workdir=spec.workdir, source=copy_source, sandboxed=sandbox_config().enabled, forked=forked
+                )
     except WorkspaceRefused as exc:
         raise RunRefused(str(exc)) from None
     except IntegrityError:
         raise slot_taken(spec.target, slot) from None
     output_dir.mkdir(parents=True, exist_ok=True)
+    if fork is not None and fork.restore is not None:  # before any worker can take it
+        fork.restore(run, output_dir)
     for note in source.notes:
         events.record(run, "note", note)
     label = "the offline scripted model (not Claude)" if provider == "scripted" else executor
     events.record(run, "queued", f"queued on {label}", provider=provider)
-    if resumed_from is None:  # a resume is recorded once, as run.resume, by run_resume
+    if fork is not None:  # recorded once, with what it forks and the edits it carries
+        detail = {"parent": fork.parent.pk, "pass": fork.from_pass, "redo": fork.redo, "edits": fork.edits}
+        audit_record(actor=user, action="run.fork", target=run, detail={"args": list(args), **detail})
+    elif resumed_from is None:  # a resume is recorded once, as run.resume, by run_resume
         if schedule:  # a schedule started it, for its owner: the owner did not act
             detail = {"args": list(args), "schedule": schedule, "for": user.get_username() if user else None}
             audit_record(action="run.start", target=run, detail=detail)
@@ -393,6 +437,12 @@ def _create_run(
             audit_record(actor=user, action="run.start", target=run, detail={"args": list(args)})
     _enqueue_on_commit(run.pk)
     return run
+
+
+def _lineage(fork: ForkStart | None) -> dict:
+    if fork is None:
+        return {}
+    return {"forked_from": fork.parent, "fork_pass": fork.from_pass, "fork_redo": fork.redo, "fork_edits": fork.edits}
 
 
 def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, user=None, copy=None) -> list[str]:

@@ -294,3 +294,26 @@ def _drop_orphans() -> tuple[int, int]:
             blob_path(blob.sha256).unlink(missing_ok=True)
         count, freed = count + 1, freed + blob.size
     return count, freed
+
+
+# -- restoring: a fork starts from a pass's results (docs/forks.md) -------------------------------
+
+
+def restore_pass(run_pass: Pass, folder: Path) -> list[str]:
+    """Write `run_pass`'s snapshot into `folder` as it was kept (written now: the new run's own
+    files). Returns the names that could not be restored: too large to keep, or content gone."""
+    missing = []
+    for row in PassResult.objects.filter(run_pass=run_pass).select_related("blob").order_by("name"):
+        handle = open_result(row)
+        if handle is None:
+            missing.append(row.name)
+            continue
+        target = folder / row.name
+        if not target.resolve().is_relative_to(folder.resolve()):
+            missing.append(row.name)  # never outside the folder, whatever a name says
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with handle, target.open("wb") as out:
+            while chunk := handle.read(CHUNK):
+                out.write(chunk)
+    return missing

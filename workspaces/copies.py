@@ -286,6 +286,24 @@ def commit(copy: Copy, *, branch: str, message: str, name: str, email: str, base
     return sha
 
 
+def point(copy: Copy, *, tree: str, parent: str, ref: str, message: str, name: str, email: str) -> str:
+    """`tree` as a commit on `parent`, named by the hidden `ref` (refs/rysh/…, never a branch):
+    a pass's restorable point. No branch, index or HEAD of the copy moves."""
+    identity = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name}
+    identity["GIT_COMMITTER_EMAIL"] = email
+    sha = git(copy, "commit-tree", tree, "-p", parent, env=identity, input=message).strip()
+    git(copy, "update-ref", ref, sha)
+    return sha
+
+
+def has_commit(copy: Copy, sha: str) -> bool:
+    """The copy's git directory holds commit `sha` (False when the copy is gone)."""
+    if not sha or not copy.git_dir.is_dir():
+        return False
+    done = run_git(copy, "cat-file", "-t", sha)
+    return done.returncode == 0 and done.stdout.strip() == "commit"
+
+
 def rename_branch(copy: Copy, old: str, new: str) -> None:
     """A resumed run takes the copy over on a branch named after it."""
     if old != new:

@@ -29,6 +29,9 @@ if TYPE_CHECKING:  # the run a copy belongs to; runs sits above workspaces
 
 log = logging.getLogger(__name__)
 ON_DISK = (WorkspaceState.ACTIVE, WorkspaceState.KEPT)
+# who the restorable points' commits are by (docs/forks.md): fixed, so a point names no person
+POINT_NAME, POINT_EMAIL = "rysh", "rysh@localhost"
+POINT_REFS = "refs/rysh/"
 
 
 class WorkspaceRefused(Exception):
@@ -59,15 +62,26 @@ def workspace_source(
     return source
 
 
+def point_ref(run_id: int, pass_number: int) -> str:
+    """The hidden ref of a pass's restorable point: never a branch, so Keep (which pushes only
+    the run's own branch) never carries it."""
+    return f"{POINT_REFS}run-{run_id}/pass-{pass_number}"
+
+
 def workspace_carries(run: Run | None) -> bool:
     """A resume of `run` takes its copy over (it is still on disk): nothing to resolve."""
     return run is not None and Workspace.objects.filter(run=run, state__in=ON_DISK).exists()
 
 
-def workspace_arm(*, run: Run, workdir: str, source: Source | None, sandboxed: bool) -> Workspace:
+def workspace_arm(
+    *, run: Run, workdir: str, source: Source | None, sandboxed: bool, forked: WorkspacePass | None = None
+) -> Workspace:
     """The run's copy chosen at start (the copy itself is made by the worker that takes it):
-    a resume carries its predecessor's copy over; any other run gets a fresh one at
-    `source.commit` (workspace_source, resolved before the run's transaction)."""
+    a resume carries its predecessor's copy over; a fork gets a new copy made from the
+    restorable point `forked` of its parent's copy (docs/forks.md); any other run gets a fresh
+    one at `source.commit` (workspace_source, resolved before the run's transaction)."""
+    if forked is not None:
+        return _forked(run, workdir, forked, sandboxed)
     previous = _carried(run)
     if previous is not None:
         # handed over now, in the transaction that creates the resume: the old run can no
@@ -96,6 +110,24 @@ def workspace_arm(*, run: Run, workdir: str, source: Source | None, sandboxed: b
         source_path="" if source.recipes_repo else source.location,
         base_ref=source.ref,
         base_commit=source.commit,
+        sandboxed=sandboxed,
+    )
+
+
+def _forked(run: Run, workdir: str, point: WorkspacePass, sandboxed: bool) -> Workspace:
+    """A fork's own copy, on its own branch, made (by the worker) from the parent's copy at the
+    pass's point: its diff and a Keep start from that point; where Keep pushes is the parent's
+    repository, as for the parent."""
+    parent = point.workspace
+    return Workspace.objects.create(
+        run=run,
+        home=str(Path(settings.RYSH_WORKSPACES_DIR) / str(run.pk)),
+        workdir=workdir,
+        branch=branch_for(run),
+        source=parent.source,
+        source_path=parent.source_path,
+        base_ref=point_ref(parent.run_id, point.pass_number),
+        base_commit=point.point,
         sandboxed=sandboxed,
     )
 
@@ -140,7 +172,7 @@ def _make(workspace: Workspace, copy: Copy) -> None:
             "the first pass starts from its work",
         )
         return
-    location = workspace.source_path or str(open_repo(settings.RYSH_RECIPES_REPO).git_dir)
+    location = _made_from(workspace)
     copies.create(copy.home, source=Path(location), commit=workspace.base_commit, branch=workspace.branch)
     _activate(workspace, copies.tree_of(copy, workspace.base_commit))
     _note(
@@ -148,6 +180,17 @@ def _make(workspace: Workspace, copy: Copy) -> None:
         f"working copy of {workspace.source} from {workspace.base_ref or 'its commit'} at "
         f"{workspace.base_commit[:8]} on branch {workspace.branch}; the agent works in {workspace.workdir}",
     )
+
+
+def _made_from(workspace: Workspace) -> str:
+    """Where a new copy is fetched from: a fork's, the parent's copy (its point lives there
+    only); any other's, the repository it came from."""
+    if workspace.base_ref.startswith(POINT_REFS):
+        parent = Workspace.objects.filter(run_id=workspace.run.forked_from_id).first()
+        if parent is None or not copies.has_commit(Copy(Path(parent.home)), workspace.base_commit):
+            raise CopyError(f"the restorable point {workspace.base_ref} is gone (retention removed the parent's copy)")
+        return str(Copy(Path(parent.home)).git_dir)
+    return workspace.source_path or str(open_repo(settings.RYSH_RECIPES_REPO).git_dir)
 
 
 def _activate(workspace: Workspace, start_tree: str) -> None:
@@ -169,25 +212,48 @@ def workspace_measure(*, workspace: Workspace) -> bool:
 
 
 def workspace_pass_ended(*, workspace: Workspace, pass_number: int) -> list[dict]:
-    """The tree the pass ended with and what it changed; the whole run's stat updated.
+    """The tree the pass ended with and what it changed, kept as the pass's restorable point
+    (a commit on a hidden ref: docs/forks.md); the whole run's stat updated.
     Returns the whole run's stat (for the judge)."""
     copy = Copy(Path(workspace.home))
     tree = copies.snapshot(copy, base=workspace.base_commit)
-    before = (
+    earlier = (
         WorkspacePass.objects.filter(workspace=workspace, pass_number__lt=pass_number)
         .order_by("-pass_number")
-        .values_list("tree", flat=True)
+        .values_list("tree", "point")
         .first()
-    ) or workspace.start_tree
+    )
+    before = earlier[0] if earlier else workspace.start_tree
     own = [s.row() for s in copies.stat(copy, before, tree)]
     whole = [s.row() for s in copies.stat(copy, workspace.base_commit, tree)]
+    point = _point(workspace, copy, tree, pass_number, parent=(earlier[1] if earlier else "") or workspace.base_commit)
     with transaction.atomic():
         WorkspacePass.objects.update_or_create(
-            workspace=workspace, pass_number=pass_number, defaults={"tree": tree, "stat": own}
+            workspace=workspace, pass_number=pass_number, defaults={"tree": tree, "stat": own, "point": point}
         )
         Workspace.objects.filter(pk=workspace.pk).update(stat=whole, tree=tree)
     workspace.stat, workspace.tree = whole, tree
     return whole
+
+
+def _point(workspace: Workspace, copy: Copy, tree: str, pass_number: int, *, parent: str) -> str:
+    """The pass's restorable point; a copy whose git refuses it is said, and the pass cannot be
+    forked from (its measure stands)."""
+    message = f"run #{workspace.run_id}, end of pass {pass_number} (a restorable point)\n"
+    try:
+        return copies.point(
+            copy,
+            tree=tree,
+            parent=parent,
+            ref=point_ref(workspace.run_id, pass_number),
+            message=message,
+            name=POINT_NAME,
+            email=POINT_EMAIL,
+        )
+    except CopyError as exc:
+        log.warning("run %s pass %s: no restorable point: %s", workspace.run_id, pass_number, exc)
+        _note(workspace.run, f"pass {pass_number}: no restorable point kept ({exc}); it cannot be forked from")
+        return ""
 
 
 # -- keep and discard: a person's say on the work ------------------------------------------------
@@ -331,6 +397,7 @@ def workspace_discard(*, workspace: Workspace, user=None) -> str:
         )
     copies.remove(Copy(Path(workspace.home)))
     Workspace.objects.filter(pk=workspace.pk).update(state=WorkspaceState.DISCARDED, removed_at=timezone.now())
+    _points_gone(workspace)
     workspace.refresh_from_db()
     audit_record(actor=user, action="workspace.discard", target=run, detail={"branch": workspace.branch})
     _note(run, "working copy discarded")
@@ -390,4 +457,10 @@ def workspaces_prune(*, days: int | None = None, dry_run: bool = False, now=None
             state=WorkspaceState.REMOVED, removed_at=timezone.now()
         ):
             copies.remove(Copy(Path(workspace.home)))
+            _points_gone(workspace)
     return said
+
+
+def _points_gone(workspace: Workspace) -> None:
+    """The copy's restorable points went with it: its passes can no longer be forked from."""
+    WorkspacePass.objects.filter(workspace=workspace).update(point="")
