@@ -33,14 +33,19 @@ def same_recipe_problem(a: Run, b: Run) -> str | None:
 
 
 def plan_data(plan: ForkPlan) -> dict:
+    money = getattr(plan, "worst_money", None)
     return {
         "parent": run_ref(plan.parent),
         "from_pass": plan.from_pass,
         "redo": plan.redo,
+        "passes_left": getattr(plan, "passes_left", 0),
         "worst_tokens": plan.worst_tokens,
+        "worst_money": str(money) if money is not None else None,
         "parent_spent_tokens": plan.parent_spent_tokens,
+        "executor": getattr(plan, "executor", ""),
+        "judge": getattr(plan, "judge", ""),
         "notes": list(plan.notes),
-        "lines": list(plan.lines),
+        "lines": plan_lines(plan),
         "recipe_text": plan.recipe_text,
     }
 
@@ -55,14 +60,15 @@ def plan_where(plan: ForkPlan) -> str:
 
 
 def plan_lines(plan: ForkPlan) -> list[str]:
-    """What `auto task fork` prints before it starts anything (and the API's dry run says)."""
-    lines = [
+    """What `auto task fork` prints before it starts anything (and the API's dry run says): the
+    plan's own lines (where it starts, the fork's worst case, what the parent spent up to there),
+    else those three said here; then its notes."""
+    lines = list(plan.lines) or [
         plan_where(plan),
         f"worst case of the fork: {plan.worst_tokens:,} tokens",
         f"the parent spent up to there: {plan.parent_spent_tokens:,} tokens (not paid again)",
     ]
-    lines += [f"note: {note}" for note in plan.notes]
-    return lines + list(plan.lines)
+    return lines + [f"note: {note}" for note in plan.notes]
 
 
 def as_data(value):

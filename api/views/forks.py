@@ -13,7 +13,7 @@ from pydantic import ConfigDict, Field
 from api.views.common import ApiError, acting
 from api.views.runs import run_of, run_summary
 from runs import compare, forks
-from runs.forks_shown import as_data, compare_lines, plan_data, plan_lines, same_recipe_problem
+from runs.forks_shown import as_data, compare_lines, plan_data, same_recipe_problem
 
 router = Router(tags=["forks"])
 
@@ -43,10 +43,14 @@ class RunRefOut(Schema):
 
 class ForkPlanOut(Schema):
     parent: RunRefOut
-    from_pass: int
+    from_pass: int  # the parent's pass whose end state the fork starts from (0: the start)
     redo: bool
+    passes_left: int  # the passes the fork may run
     worst_tokens: int
-    parent_spent_tokens: int
+    worst_money: str | None  # USD; None: a model has no price
+    parent_spent_tokens: int  # what the parent spent up to there: not paid again
+    executor: str
+    judge: str
     notes: list[str]
     lines: list[str]  # what `auto task fork` prints before it starts
     recipe_text: str
@@ -90,7 +94,7 @@ def fork_of(run_id: int, payload: ForkIn, *, owner) -> dict:
     asked = dict(run=parent, pass_number=payload.pass_number, redo=payload.redo, edits=edits)
     try:
         plan = forks.fork_plan(**asked)
-        shown = {**plan_data(plan), "lines": plan_lines(plan)}
+        shown = plan_data(plan)
         if payload.dry_run:
             return {"dry_run": True, "plan": shown}
         run = forks.run_fork(**asked, user=owner, provider=payload.provider)

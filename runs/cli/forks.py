@@ -18,6 +18,7 @@ from runs.models import Run
 
 # a ForkRefused's `field` as the option that sets it
 OPTION_OF = {
+    "run": "--run",
     "pass": "--pass",
     "pass_number": "--pass",
     "prompt": "--prompt-file",
@@ -52,17 +53,16 @@ def fork_edits(options) -> forks.ForkEdits:
 def fork_parent(cli: Cli, target, recipe_args, options) -> Run:
     """`--run ID` (of the recipe NAME when both are given), else the recipe's latest run."""
     if options.get("run_id"):
-        run = cli.run(options["run_id"], states=None)
-        if target and not target.lstrip("#").isdigit() and target != run.name:
-            raise CommandError(f"--run {options['run_id']}: run #{run.pk} is of {run.target}, not {cli.kind}/{target}")
-        return run
+        return cli.run(options["run_id"], states=None)
     return cli.run(target, states=None, args=recipe_args)
 
 
 def refused(exc: forks.ForkRefused) -> CommandError:
     """The refusal naming the option to change, as the other refusals read (exit status 1)."""
-    option = OPTION_OF.get(exc.field, "")
-    return CommandError(f"{option}: {exc}" if option else str(exc))
+    option, said = OPTION_OF.get(exc.field, ""), str(exc)
+    if not option:
+        return CommandError(said)
+    return CommandError(f"{option}: {said.removeprefix(f'{exc.field}: ')}")
 
 
 def do_fork(cli: Cli, target, recipe_args, options):
@@ -70,6 +70,8 @@ def do_fork(cli: Cli, target, recipe_args, options):
         raise CommandError(f"auto {cli.kind} fork needs --pass N (the pass whose end state the fork starts from)")
     parent = fork_parent(cli, target, recipe_args, options)
     asked = dict(run=parent, pass_number=options["pass_number"], redo=options.get("redo", False))
+    if target and not target.lstrip("#").isdigit():
+        asked["target"] = f"{cli.kind}/{target}"  # with --run: refused when the run is another recipe's
     edits = fork_edits(options)
     try:
         plan = forks.fork_plan(**asked, edits=edits)

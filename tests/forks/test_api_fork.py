@@ -42,7 +42,7 @@ def asked(monkeypatch):
     audited `run.start` as any start through run_start is."""
     seen = []
 
-    def plan(*, run, pass_number, redo=False, edits=None):
+    def plan(*, run, pass_number, redo=False, edits=None, target=None):
         seen.append(("plan", pass_number, redo, edits))
         if pass_number > run.pass_number:
             raise forks.ForkRefused(f"run #{run.pk} has no pass {pass_number}", field="pass_number")
@@ -52,10 +52,10 @@ def asked(monkeypatch):
             raise forks.ForkRefused(f"run #{run.pk} has no finished pass yet")
         return forks.ForkPlan(
             parent=run, from_pass=pass_number - redo, redo=redo, recipe_text="x", worst_tokens=40_000,
-            parent_spent_tokens=3_000, notes=[], lines=["perPass: tokens=20000"],
+            parent_spent_tokens=3_000, notes=[], lines=[],
         )  # fmt: skip
 
-    def fork(*, run, pass_number, user, redo=False, edits=None, provider=None):
+    def fork(*, run, pass_number, user, redo=False, edits=None, provider=None, target=None):
         seen.append(("fork", pass_number, user))
         new = services.run_start(kind="task", name_or_path="job", args=[], provider="scripted", user=user)
         Run.objects.filter(pk=new.pk).update(forked_from=run, fork_pass=pass_number, fork_edits=edits.edited())

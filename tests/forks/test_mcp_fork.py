@@ -70,13 +70,13 @@ def parent(catalogued):
 def asked(monkeypatch):
     seen = []
 
-    def plan(*, run, pass_number, redo=False, edits=None):
+    def plan(*, run, pass_number, redo=False, edits=None, target=None):
         seen.append(("plan", pass_number, edits))
         if pass_number > run.pass_number:
             raise forks.ForkRefused(f"run #{run.pk} has no pass {pass_number}", field="pass_number")
         return forks.ForkPlan(parent=run, from_pass=pass_number, redo=redo, recipe_text="x", worst_tokens=40_000)
 
-    def fork(*, run, pass_number, user, redo=False, edits=None, provider=None):
+    def fork(*, run, pass_number, user, redo=False, edits=None, provider=None, target=None):
         seen.append(("fork", pass_number, user.get_username()))
         new = services.run_start(kind="task", name_or_path="job", args=[], provider="scripted", user=user)
         Run.objects.filter(pk=new.pk).update(forked_from=run, fork_pass=pass_number, fork_edits=edits.edited())
