@@ -30,9 +30,10 @@ class CompareRefused(ValueError):
 
 @dataclass(frozen=True)
 class Slot:
-    """One line of the per-pass table: `position` counts passes from the lineage's root run, so a
-    fork's first pass sits beside its parent's pass fork_pass+1. `a`/`b`: the run's own pass number
-    there, None when it ran none; `a_inherited`: the run did not run it, it started after it."""
+    """One line of the per-pass table. A fork numbers its passes on from its fork point (a fork
+    from pass 2 runs pass 3 first), so a pass number is a position in the whole lineage and a
+    fork's first pass sits beside its parent's pass fork_pass+1. `a`/`b`: whether that run ran the
+    pass; `a_inherited`: it did not, it started after it (its fork point)."""
 
     position: int
     a: int | None
@@ -41,22 +42,25 @@ class Slot:
     b_inherited: bool = False
 
 
-def passes_aligned(a: list[int], a_offset: int, b: list[int], b_offset: int) -> list[Slot]:
-    """Each run's passes (its own numbers, from 1) placed at offset + number; positions at or
-    below a run's offset are passes it inherited (its fork point), shown but not its own."""
-    at_a = {a_offset + n: n for n in a}
-    at_b = {b_offset + n: n for n in b}
-    positions = sorted(set(at_a) | set(at_b))
+def passes_aligned(a: list[int], a_start: int, b: list[int], b_start: int) -> list[Slot]:
+    """Each run's pass numbers side by side; `start`: the pass a run was forked after (0: none),
+    at or below which a position is inherited, shown but not its own."""
+    positions = sorted(set(a) | set(b) | set(range(1, max(a_start, b_start) + 1)))
     return [
         Slot(
             position=p,
-            a=at_a.get(p),
-            b=at_b.get(p),
-            a_inherited=p <= a_offset,
-            b_inherited=p <= b_offset,
+            a=p if p in a else None,
+            b=p if p in b else None,
+            a_inherited=p <= a_start,
+            b_inherited=p <= b_start,
         )
         for p in positions
     ]
+
+
+def fork_start(run: Run) -> int:
+    """The pass a fork starts after (a redo of pass N: N-1); 0 for a run that is no fork."""
+    return (run.fork_pass or 0) if run.forked_from_id else 0
 
 
 def lineage(run: Run) -> list[Run]:
@@ -69,19 +73,6 @@ def lineage(run: Run) -> list[Run]:
         chain.append(parent)
         seen.add(parent.pk)
     return chain
-
-
-def offsets(a: Run, b: Run) -> tuple[int, int]:
-    """How many passes each run starts after its lineage's root: the sum of fork points up the
-    chain. Two runs of unrelated lineages both start at 0."""
-    chain_a, chain_b = lineage(a), lineage(b)
-    if chain_a[-1].pk != chain_b[-1].pk:
-        return 0, 0
-    return _offset(chain_a), _offset(chain_b)
-
-
-def _offset(chain: list[Run]) -> int:
-    return sum(run.fork_pass or 0 for run in chain if run.forked_from_id)
 
 
 # -- what is compared ---------------------------------------------------------------------------
@@ -133,8 +124,8 @@ class RunDiff:
 class Comparison:
     a: Run
     b: Run
-    a_offset: int
-    b_offset: int
+    a_start: int  # the pass each run was forked after (0: not a fork)
+    b_start: int
     passes: list[PassRow]
     files: list[FileCompared]
     diff_a: RunDiff
@@ -153,9 +144,9 @@ def runs_compare(a: Run, b: Run) -> Comparison:
     """The comparison the compare page, `auto task compare` and the API show."""
     if a.target != b.target:
         raise CompareRefused(f"run #{a.pk} is {a.target} and run #{b.pk} is {b.target}: compare runs of one recipe")
-    a_offset, b_offset = offsets(a, b)
+    a_start, b_start = fork_start(a), fork_start(b)
     figures_a, figures_b = pass_figures(a), pass_figures(b)
-    slots = passes_aligned(list(figures_a), a_offset, list(figures_b), b_offset)
+    slots = passes_aligned(list(figures_a), a_start, list(figures_b), b_start)
     rows = [
         PassRow(
             s.position,
@@ -170,8 +161,8 @@ def runs_compare(a: Run, b: Run) -> Comparison:
     return Comparison(
         a=a,
         b=b,
-        a_offset=a_offset,
-        b_offset=b_offset,
+        a_start=a_start,
+        b_start=b_start,
         passes=rows,
         files=results_compared(a, b),
         diff_a=run_diff(a),

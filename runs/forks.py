@@ -16,7 +16,7 @@ from django.db.models import Sum
 
 from agents.providers import ProviderError, preflight_models
 from budgets.guard import MIN_USEFUL_OUTPUT, REQUEST_OVERHEAD
-from budgets.units import UnitError, format_tokens, parse_tokens
+from budgets.units import PAGE, UnitError, format_tokens, parse_tokens
 from catalogue.plan_report import models_for
 from catalogue.recipe import RecipeError, parse_recipe
 from catalogue.repo import open_repo
@@ -161,20 +161,26 @@ def _from_pass(run: Run, pass_number: int, redo: bool) -> int:
     return from_pass
 
 
-def _overrides(run: Run, edits: ForkEdits) -> dict:
-    """The parent's overrides with the edits; each edit checked on its own, so a refusal names it."""
+def _overrides(run: Run, edits: ForkEdits, *, passes_left: int) -> dict:
+    """The parent's overrides with the edits; each edit checked on its own, so a refusal names it.
+    The budget is the fork's whole budget (the loop's `total`); a pass's share is capped to it
+    split over the passes left, since a total at or below one pass's size would not hold."""
     edited = edits.edited()
     if "until" in edited and not str(edited["until"]).strip():
         raise ForkRefused("until: the goal the judge checks cannot be empty", field="until")
     if "prompt" in edited and not str(edited["prompt"]).strip():
         raise ForkRefused("prompt: the task prompt cannot be empty", field="prompt")
+    spec = apply_overrides(parse_recipe(run.recipe_text, path=run.recipe_path, kind=run.kind), run.overrides)
+    overrides = dict(run.overrides)
     if "budget" in edited:
         try:
-            parse_tokens(edited["budget"])
+            tokens = parse_tokens(edited["budget"])
         except UnitError as exc:
             raise ForkRefused(f"budget: {exc}", field="budget") from None
-    spec = parse_recipe(run.recipe_text, path=run.recipe_path, kind=run.kind)
-    overrides = dict(run.overrides)
+        _refuse_below_one_step(tokens)
+        share = tokens // max(passes_left, 1) // PAGE
+        if share * PAGE < spec.do.budget_size:
+            overrides["budget"] = f"{max(share, 1)}p"
     for name, value in edited.items():
         key = EDIT_OVERRIDES[name]
         try:
@@ -183,6 +189,14 @@ def _overrides(run: Run, edits: ForkEdits) -> dict:
             raise ForkRefused(str(exc), field=name) from None
         overrides[key] = value
     return overrides
+
+
+def _refuse_below_one_step(tokens: int) -> None:
+    if tokens < ONE_STEP:
+        raise ForkRefused(
+            f"budget: {format_tokens(tokens)} tokens is below what one step needs ({format_tokens(ONE_STEP)})",
+            field="budget",
+        )
 
 
 def _version_notes(run: Run) -> list[str]:
@@ -213,12 +227,13 @@ def fork_plan(
         raise ForkRefused(f"run #{run.pk} is a run of {run.target}, not of {target}", field="run")
     edits = edits or ForkEdits()
     from_pass = _from_pass(run, pass_number, redo)
-    overrides = _overrides(run, edits)
     try:
+        _spec, as_ran = arm(run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=run.overrides)
+        left = as_ran.passes - from_pass
+        overrides = _overrides(run, edits, passes_left=left)
         spec, plan = arm(run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=overrides)
     except (RecipeError, OverrideError) as exc:
         raise ForkRefused(str(exc)) from None
-    left = plan.passes - from_pass
     if left < 1:
         raise ForkRefused(
             f"pass {from_pass} is the last of the recipe's {plan.passes} pass(es): nothing is left to run after it; "
@@ -227,12 +242,7 @@ def fork_plan(
         )
     # a pass's task leg, and the whole loop's budget when it has one: either below one call's
     # least and the fork could not take a single step
-    smallest = min(plan.split.task.tokens, plan.outer_tokens or plan.split.task.tokens)
-    if smallest < ONE_STEP:
-        raise ForkRefused(
-            f"budget: {format_tokens(smallest)} tokens is below what one step needs ({format_tokens(ONE_STEP)})",
-            field="budget",
-        )
+    _refuse_below_one_step(min(plan.split.task.tokens, plan.outer_tokens or plan.split.task.tokens))
     executor, judge = models_for(spec)
     if "model" in edits.edited() and run.provider == "anthropic":
         try:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import views
+from runs import views, views_forks
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -20,6 +20,10 @@ urlpatterns = [
     path("recipes/<str:kind>/<str:name>/run/", views.run_new, name="run_new"),
     path("recipes/<str:kind>/<str:name>/run/preview/", views.run_preview, name="run_preview"),
     path("runs/<int:pk>/passes/<int:number>/label/", views.verdict_label, name="verdict_label"),
+    path("runs/<int:pk>/fork/", views_forks.run_fork_new, name="run_fork_new"),
+    path("runs/<int:pk>/propose/", views_forks.run_propose, name="run_propose"),
+    path("runs/<int:pk>/compare/", views_forks.run_compare, name="run_compare"),
+    path("runs/<int:pk>/family/", views_forks.run_family_page, name="run_family"),
     path("history/", views.history, name="history"),
     path("history.csv", views.history_csv, name="history_csv"),
 ]

@@ -30,6 +30,7 @@ from catalogue.spec import Kind
 from catalogue.views import _get_recipe_for_user
 from runs import labels, live, selectors, services, snapshots
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
+from runs.lineage import lineage_context
 from runs.models import Approval, Pass, PassResult, Run, Step
 from runs.outlook import recipe_outlook
 from runs.report import plan_lines_from_snapshot
@@ -75,8 +76,11 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = _get_run_for_user(request, pk)
-    context = {**live.run_context(run, live.grants(request.user)), "plan_lines": plan_lines_from_snapshot(run.plan)}
+    can = live.grants(request.user)
+    context = {**live.run_context(run, can), "plan_lines": plan_lines_from_snapshot(run.plan)}
     template = live.RUN_FRAGMENTS if request.htmx else "runs/run_detail.html"
+    if not request.htmx:  # the lineage is the page's, not pushed: it changes when a fork starts
+        context.update(lineage_context(run, can))
     return render(request, template, context)
 
 

@@ -77,6 +77,25 @@ def evals_shot(stack, browser, out: Path, logins: dict[str, str]) -> None:
     shoot(page, out, "evals-panel", until="#evals", max_height=2400)
 
 
+def fork_shot(stack, browser, out: Path, logins: dict[str, str]) -> None:
+    """The compare page of a fork and its parent (docs/forks.md): the offline coding demo run,
+    then a redo of its pass 1 with an edited prompt, started from the fork form."""
+    pk = stack.run("fix-the-test")
+    stack.wait_run(pk, lambda r: r["state"] == "finished", timeout=90)
+    page = browser.new_context(viewport={"width": WIDTH, "height": 900}).new_page()
+    page.set_default_timeout(30_000)
+    login(page, stack.url, "demo", logins["demo"])
+    page.goto(f"{stack.url}/runs/{pk}/fork/?pass=1&redo=1")
+    prompt = page.input_value("textarea[name=prompt]")
+    page.fill("textarea[name=prompt]", prompt.rstrip("\n") + "\nChange only calc.py; say which line you fixed.\n")
+    page.click("#fork-submit")
+    page.wait_for_url(re.compile(r"/runs/\d+/$"))
+    fork = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    stack.wait_run(fork, lambda r: r["state"] == "finished", timeout=90)
+    page.goto(f"{stack.url}/runs/{fork}/compare/")
+    shoot(page, out, "fork-compare", max_height=2000)
+
+
 def storage_shot(stack, browser, out: Path, logins: dict[str, str], *, run_first: bool = False) -> None:
     """The admin's Storage page (docs: Retention) after finished runs: what each kind takes."""
     if run_first:
@@ -91,7 +110,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     parser.add_argument("--keep", action="store_true", help="keep the temp data folder (its path is printed)")
-    parser.add_argument("--only", choices=["coding", "storage", "evals"], help="take only these screenshots")
+    parser.add_argument("--only", choices=["coding", "storage", "evals", "fork"], help="take only these screenshots")
     options = parser.parse_args()
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -105,6 +124,12 @@ def main() -> int:
             with sync_playwright() as pw:
                 browser = launch_chromium(pw)
                 coding_shots(stack, browser, out, logins)
+                browser.close()
+            return 0
+        if options.only == "fork":
+            with sync_playwright() as pw:
+                browser = launch_chromium(pw)
+                fork_shot(stack, browser, out, logins)
                 browser.close()
             return 0
         if options.only == "evals":
@@ -212,6 +237,7 @@ def main() -> int:
             page.goto(stack.url + "/spend/")
             shoot(page, out, "spend", max_height=1600)
             coding_shots(stack, browser, out, logins)
+            fork_shot(stack, browser, out, logins)
             evals_shot(stack, browser, out, logins)
             storage_shot(stack, browser, out, logins)
             browser.close()
