@@ -146,9 +146,14 @@ def _diff_line(line) -> str:
 
 def _state(run: Run) -> str:
     cause = f" ({run.cause})" if run.cause and run.cause not in run.state_label else ""
-    return f"{run.state_label}{cause}" + (
-        f", forked from run #{run.forked_from_id} at pass {run.fork_pass}" if run.forked_from_id else ""
-    )
+    return f"{run.state_label}{cause}" + (f", {lineage_said(run)}" if run.forked_from_id else "")
+
+
+def lineage_said(run: Run) -> str:
+    """ "forked from run #12 at pass 3", or for a redo "forked from run #12 to redo pass 3"."""
+    if run.fork_redo:
+        return f"forked from run #{run.forked_from_id} to redo pass {(run.fork_pass or 0) + 1}"
+    return f"forked from run #{run.forked_from_id} at pass {run.fork_pass}"
 
 
 def data_lines(data, depth: int = 0) -> list[str]:

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from runs import compare, forks
 from runs.cli.common import Cli
 from runs.cli.controls import _started, wait
-from runs.forks_shown import as_data, compare_lines, plan_lines, same_recipe_problem
+from runs.forks_shown import as_data, compare_lines, lineage_said, plan_lines, same_recipe_problem
 from runs.models import Run
 
 # a ForkRefused's `field` as the option that sets it
@@ -84,7 +84,7 @@ def do_fork(cli: Cli, target, recipe_args, options):
     except forks.ForkRefused as exc:
         raise refused(exc) from None
     _started(cli, run)
-    cli.stdout.write(f"forked from run #{parent.pk} at pass {run.fork_pass}")
+    cli.stdout.write(lineage_said(run))
     if options.get("wait"):
         wait(cli, run)
 

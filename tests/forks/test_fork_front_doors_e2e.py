@@ -90,3 +90,12 @@ def test_the_services_refusals_name_the_option_and_start_nothing(failed_three, a
     assert answer.status_code == 200 and answer.json()["plan"]["from_pass"] == 2
     assert answer.json()["plan"]["passes_left"] == 2
     assert Run.objects.count() == 1
+
+
+def test_a_redo_from_the_command_line_starts_from_the_pass_before_and_says_so(failed_three):
+    parent = failed_three
+    out = auto("task", "fork", "four", "--run", str(parent.pk), "--pass", "3", "--redo", "--model", "claude-x")
+    fork = Run.objects.exclude(pk=parent.pk).get()
+    assert (fork.fork_pass, fork.fork_redo, fork.fork_edits) == (2, True, {"model": "claude-x"})
+    assert out.splitlines()[0].startswith(f"fork of run #{parent.pk} (task/four) redo of pass 3")
+    assert out.splitlines()[-1] == f"forked from run #{parent.pk} to redo pass 3"
