@@ -11,6 +11,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from audit.models import AuditEntry
 from budgets.units import format_tokens
 from runs.models import Run
 from tests.api.conftest import api_as  # noqa: F401 (fixture)
@@ -90,6 +91,17 @@ def test_the_services_refusals_name_the_option_and_start_nothing(failed_three, a
     assert answer.status_code == 200 and answer.json()["plan"]["from_pass"] == 2
     assert answer.json()["plan"]["passes_left"] == 2
     assert Run.objects.count() == 1
+
+
+def test_a_fork_through_the_api_is_the_tokens_owners_and_audited_as_a_fork(failed_three, api_as):
+    parent = failed_three
+    operator = api_as("operator", "operate")
+    answer = operator.post(f"/api/runs/{parent.pk}/fork", {"pass": 1, "until": "All green.", "provider": "scripted"})
+    assert answer.status_code == 201, answer.content
+    fork = Run.objects.get(pk=answer.json()["run"]["id"])
+    assert fork.user == operator.owner and fork.forked_from == parent and fork.fork_edits == {"until": "All green."}
+    entry = AuditEntry.objects.get(action="run.fork", target_id=str(fork.pk))
+    assert entry.actor_name == "operator-user via API token ci" and entry.source == "api"
 
 
 def test_a_redo_from_the_command_line_starts_from_the_pass_before_and_says_so(failed_three):
