@@ -34,6 +34,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from api.models import ApiToken
 from api.views import evals as eval_views
+from api.views import forks as fork_views
 from api.views import recipes as recipe_views
 from api.views import runs as run_views
 from api.views.common import ApiError, acting_as, token_check
@@ -61,7 +62,8 @@ server = MCPServer(
     version=__version__,
     instructions=(
         "Drive rysh's budgeted agent loops: list recipes, read a recipe's plan and worst case, "
-        "start a run (dry-run first), read a run's status, stop or continue it; run a recipe's eval "
+        "start a run (dry-run first), read a run's status, stop or continue it; fork a run from one of its "
+        "passes (dry-run first) and compare two runs of a recipe; run a recipe's eval "
         "suite (dry-run first) and read its results. Each tool needs a scope on your API token (read "
         "or operate) and a role that allows it."
     ),
@@ -167,6 +169,58 @@ async def stop_run(run_id: int) -> dict:
 async def continue_run(run_id: int) -> dict:
     """A paused run picks up from its checkpoint. Scope: operate."""
     return await _call("operate", lambda owner: run_views.control(run_id, services.run_continue, owner=owner))
+
+
+@server.tool()
+async def fork_run(
+    run_id: int,
+    pass_number: int,
+    redo: bool = False,
+    prompt: str | None = None,
+    iterate_with: str | None = None,
+    until: str | None = None,
+    model: str | None = None,
+    effort: str | None = None,
+    budget: str | None = None,
+    dry_run: bool = True,
+) -> dict:
+    """Fork a run from the end of its pass `pass_number` (`auto <kind> fork NAME --run ID --pass N`):
+    a new run of the same recipe version starting from that pass's results, working copy, verdict
+    and iterate_with, going on with the next pass; `redo`: pass `pass_number` again, from the end
+    of the one before. The edits (prompt, iterate_with, until, model, effort, budget such as "2b")
+    replace the parent's; left out, they stay. With `dry_run` (the default) the answer is the plan
+    — where it starts, the fork's worst case, what the parent spent up to there (not paid again) —
+    and nothing is started; call again with `dry_run: false` to start it. Scope: operate."""
+    payload = fork_views.ForkIn(
+        pass_number=pass_number,
+        redo=redo,
+        prompt=prompt,
+        iterate_with=iterate_with,
+        until=until,
+        model=model,
+        effort=effort,
+        budget=budget,
+        dry_run=dry_run,
+    )
+    return await _call("operate", lambda owner: fork_views.fork_of(run_id, payload, owner=owner))
+
+
+@server.tool()
+async def compare_runs(run_a: int, run_b: int | None = None) -> dict:
+    """Two runs of one recipe side by side (`auto <kind> compare A B`): per pass verdict, tokens,
+    $, time and diff stat; the final results and diffs compared; the prompt edits between them.
+    Without `run_b`, `run_a` is a fork and is compared with the run it was forked from.
+    Scope: read."""
+
+    def read(owner) -> dict:
+        if run_b is not None:
+            return fork_views.compare_of(run_a, run_b)
+        parent = run_views.run_of(run_a).forked_from_id
+        if parent is None:
+            raise ApiError(400, f"run #{run_a} is not a fork: give run_b, the run to compare it with", field="run_b")
+        return fork_views.compare_of(run_a, parent)
+
+    return await _call("read", read)
 
 
 @server.tool()

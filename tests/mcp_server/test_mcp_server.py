@@ -110,6 +110,8 @@ def test_an_operate_token_lists_plans_dry_runs_starts_reads_and_stops(live):
         "continue_run",
         "start_eval",
         "eval_results",
+        "fork_run",
+        "compare_runs",
     }
     assert "reading-list" in {r["name"] for r in recipes["recipes"]}
     assert plan["plan_lines"] and plan["worst_case"]["tokens"] > 0 and plan["worst_case"]["text"]

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from audit.context import CLI, audit_context, cli_actor_name
 from catalogue.spec import Kind
 from runs import services
-from runs.cli import approvals, controls, profiles, reading, recipes, schedules, workspaces
+from runs.cli import approvals, controls, forks, profiles, reading, recipes, schedules, workspaces
 from runs.cli.common import Cli, database_problem, quiet_libraries
 from runs.cli.controls import OVERRIDE_OPTIONS
 from runs.cli.evals import do_eval
@@ -43,6 +43,8 @@ ACTIONS = [
     "diff",
     "keep",
     "discard",
+    "fork",
+    "compare",
 ]
 SPEND = {"quota": quota_cli, "price": price_cli, "mcp": mcp_cli}  # `auto quota …`, `auto price …`: no recipe kind
 SPEND_ACTIONS = ["set", "list", "rm", "add", "test"]  # add|test: `auto mcp …` (toolservers/cli.py)
@@ -55,6 +57,7 @@ VERBS = {
     **schedules.VERBS,
     **profiles.VERBS,
     **workspaces.VERBS,
+    **forks.VERBS,
 }
 
 
@@ -64,6 +67,8 @@ class Command(BaseCommand):
         "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
         "auto <kind> rejudge NAME [--until-file F] [-n 10] [--judge-model M]; "
         "auto task|code diff|keep|discard NAME [--run ID] [--pass N] [--branch B]; auto task|code run NAME --base REF --workdir DIR; "
+        "auto <kind> fork NAME --run ID --pass N [--redo] [--prompt-file F] [--until TEXT] [--budget SIZE] "
+        "[--model M] [--effort E] [--iterate-with TEXT] [--wait]; auto <kind> compare RUN_A [RUN_B] [--json]; "
         "auto <kind> schedule add|list|rm|enable|disable|owner ...; auto web profile list|rm [NAME]; "
         "auto quota set|list|rm ...; auto price set|list|rm ...; auto mcp add|list|rm|test ...; "
         "auto eval RECIPE|PATH [--case C] [--result] [--json]"
@@ -103,13 +108,21 @@ class Command(BaseCommand):
         parser.add_argument(
             "--result", dest="eval_result", action="store_true", help="eval: grade the last suite's runs again"
         )
-        parser.add_argument("--json", dest="eval_json", action="store_true", help="eval: one JSON document")
+        parser.add_argument("--json", dest="eval_json", action="store_true", help="eval, compare: one JSON document")
         parser.add_argument("--until-file", help="rejudge: a file holding the new goal (default: the current until)")
         parser.add_argument("-n", dest="rejudge_n", type=int, default=10, help="rejudge: the last N judged passes")
         parser.add_argument("--judge-model", help="rejudge: the judge model (default: the recipe's)")
         parser.add_argument("--time", dest="grant_time", help="grant: extra outer time (90s, 7m, 1h30m)")
-        parser.add_argument("--run", dest="run_id", help="diff|keep|discard: this run (#12) instead of the latest")
-        parser.add_argument("--pass", dest="pass_number", type=int, help="diff: one pass's changes")
+        parser.add_argument("--run", dest="run_id", help="diff|keep|discard|fork: this run (#12) instead of the latest")
+        parser.add_argument(
+            "--pass", dest="pass_number", type=int, help="diff: one pass's changes; fork: from the end of this pass"
+        )
+        parser.add_argument("--redo", action="store_true", help="fork: redo pass N (from the end of pass N-1)")
+        parser.add_argument("--prompt-file", help="fork: a file holding the fork's task prompt")
+        parser.add_argument("--until", dest="fork_until", help="fork: the fork's until (the goal the judge checks)")
+        parser.add_argument("--model", dest="fork_model", help="fork: the fork's executor model")
+        parser.add_argument("--effort", help="fork: the fork's effort (low, medium, high)")
+        parser.add_argument("--iterate-with", help="fork: the fork's iterate_with (the next pass's prompt)")
         parser.add_argument("--branch", help="keep: under this branch (rysh/…) instead of the run's own")
         parser.add_argument("--base", help="run: the branch, tag or commit a coding run's copy starts from")
         parser.add_argument(
