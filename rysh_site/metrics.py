@@ -86,6 +86,7 @@ def _instruments() -> dict:
     if not _made:
         with _made_lock:
             if not _made:
+                # only a process with metrics on loads prometheus_client
                 from prometheus_client import CollectorRegistry, Counter, Histogram
 
                 registry = CollectorRegistry(auto_describe=True)  # ours only: no process or platform collectors

@@ -55,7 +55,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "axes",  # login throttling (rysh_site/throttle.py); before the apps, so its receivers run first
     "django_htmx",
-    "django_q",
+    "rysh_site.queue_app.QueueConfig",  # django_q, without prometheus_client when metrics are off
     "channels",
     # the apps, one per domain; budgets/ is pure Python and not an app (see DESIGN.md)
     "catalogue",
