@@ -84,3 +84,62 @@ def test_the_readme_tour_is_the_manuals_tour_page():
     title, body = page.split("\n\n", 1)
     assert title == "# A five-minute tour"
     assert tour.strip() == body.strip().replace("](", "](docs/")
+
+
+# -- the manual and the code speak of the product ------------------------------------------------------
+
+CITATION = re.compile(r"SPEC ?§|SPEC\.md|\bissue #?\d+", re.IGNORECASE)
+CITED_FILES = (".py", ".md", ".html")
+NOT_THE_PROJECT = {"site", "__pycache__", "node_modules"}  # the built manual; and dot-folders (.venv, .data)
+# the product's history may name what a release fixed; this file names what it looks for
+NOT_CHECKED = {"CHANGELOG.md", "tests/test_docs.py"}
+# product content that names an issue: what a test's recipe asks, what a test's tool server answers
+PRODUCT_TEXT = {
+    ("tests/toolservers/test_recipes.py", "Read issue 7 and write report.md."),
+    ("tests/toolservers/servers.py", "Issue #7: printer on fire."),
+}
+
+
+def citations(root: Path) -> list[str]:
+    """Every line of a .py, .md or .html file under `root` that cites a planning document or an
+    issue number ("file:line: text"), but NOT_CHECKED and the known product text."""
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in NOT_THE_PROJECT)
+        for name in sorted(files):
+            path = Path(folder) / name
+            relative = path.relative_to(root).as_posix()
+            if not name.endswith(CITED_FILES) or relative in NOT_CHECKED:
+                continue
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if CITATION.search(line) and not any(
+                    relative == where and text in line for where, text in PRODUCT_TEXT
+                ):
+                    found.append(f"{relative}:{number}: {line.strip()}")
+    return found
+
+
+def test_it_finds_a_citation_wherever_it_hides(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1  # as SPEC §4 says\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "b.md").write_text("Fine.\nSee SPEC.md.\nFixed in Issue #12.\n")
+    (tmp_path / "c.html").write_text("<p>closes issue 3</p>\n")
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "d.html").write_text("issue 5\n")  # the built manual: not ours to read
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "e.py").write_text("# issue 6\n")
+    (tmp_path / "CHANGELOG.md").write_text("issue 7\n")
+    (tmp_path / "f.txt").write_text("issue 8\n")
+    (tmp_path / "g.py").write_text("tissue 9; an issue with numbers\n")
+    assert citations(tmp_path) == [
+        "a.py:1: x = 1  # as SPEC §4 says",
+        "c.html:1: <p>closes issue 3</p>",
+        "docs/b.md:2: See SPEC.md.",
+        "docs/b.md:3: Fixed in Issue #12.",
+    ]
+
+
+def test_the_code_and_the_manual_cite_no_planning_document_nor_issue():
+    """The manual (docs/) is the product's contract: code, tests, templates and pages cite its
+    pages, never a planning document or an issue number."""
+    assert citations(ROOT) == []
