@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rysh_site import __version__
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
@@ -143,3 +145,12 @@ def test_the_code_and_the_manual_cite_no_planning_document_nor_issue():
     """The manual (docs/) is the product's contract: code, tests, templates and pages cite its
     pages, never a planning document or an issue number."""
     assert citations(ROOT) == []
+
+
+def test_the_changelog_opens_with_the_current_version_and_its_links_lead_somewhere():
+    text = (ROOT / "CHANGELOG.md").read_text()
+    releases = re.findall(r"^## (\S+)", text, re.M)
+    assert releases[0] == __version__, f"CHANGELOG.md's newest section is {releases[0]}, the version {__version__}"
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        assert (ROOT / target.split("#", 1)[0]).exists(), f"CHANGELOG.md links to {target}, which does not exist"
+    assert "docs/upgrade-notifications.md" in text and "docs/upgrade-security.md" in text
