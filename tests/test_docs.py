@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from rysh_site import __version__
+from tests.test_import_graph import LAYERS, PACKAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -154,3 +155,16 @@ def test_the_changelog_opens_with_the_current_version_and_its_links_lead_somewhe
     for target in re.findall(r"\]\(([^)\s]+)\)", text):
         assert (ROOT / target.split("#", 1)[0]).exists(), f"CHANGELOG.md links to {target}, which does not exist"
     assert "docs/upgrade-notifications.md" in text and "docs/upgrade-security.md" in text
+
+
+def test_the_code_map_draws_the_layers_the_import_graph_enforces():
+    """docs/layout.md's diagram, read top down, is tests/test_import_graph.py's LAYERS upside down;
+    every app has its paragraph in the code map."""
+    text = (DOCS / "layout.md").read_text()
+    [diagram] = re.findall(r"^## Layers\n.*?^```\n(.*?)^```", text, re.S | re.M)
+    below_the_edges = diagram.split("───", 1)[1].split("\n", 1)[1]
+    drawn = [line.split()[0] for line in below_the_edges.splitlines() if re.match(r" \S", line)]
+    assert drawn[::-1] == list(LAYERS)
+    [code_map] = re.findall(r"^## The code\n.*?^```\n(.*?)^```", text, re.S | re.M)
+    mapped = set(re.findall(r"^(\w+)/", code_map, re.M))
+    assert set(PACKAGES) - mapped == set(), "apps with no paragraph in the code map"
