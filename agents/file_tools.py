@@ -1,4 +1,4 @@
-"""The file tools of a coding recipe (SPEC §11): file_read, edit, file_write, grep and glob,
+"""The file tools of a coding recipe (docs/coding-loops.md): file_read, edit, file_write, grep and glob,
 confined to the run's working copy.
 
 Every path the model names goes through `FileTools.resolve`: resolved with its symlinks

@@ -1,4 +1,4 @@
-"""Which models take an effort setting and adaptive thinking (SPEC §1 `effort`). Pure.
+"""Which models take an effort setting and adaptive thinking (docs/recipes.md `effort`). Pure.
 
 `effort:` is sent as the Messages API's `output_config.effort`, with `thinking: adaptive`:
 models from claude-opus-4-7 on and the 5.x generation take them. Older models do not take

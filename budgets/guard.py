@@ -1,4 +1,4 @@
-"""Live allotments and the max_tokens clamp: the hard ceiling of SPEC §3. Pure.
+"""Live allotments and the max_tokens clamp: the hard ceiling of docs/running-loops.md. Pure.
 
 Before every model call the engine knows an upper bound of the call's counted input;
 max_tokens is clamped so that bound + max_tokens fits in what is left, so no leg and no

@@ -1,4 +1,4 @@
-"""Recipe budget fields -> the resolved plan (SPEC §3–§4). Pure: no Django.
+"""Recipe budget fields -> the resolved plan (docs/running-loops.md). Pure: no Django.
 
 The plan is what a job is armed with: the per-pass ceiling, the split between
 the task leg and the takeover (wrap-up) leg with rysh's floors, the outer
@@ -86,7 +86,7 @@ class Plan:
         return min(total, self.outer_seconds) if self.outer_seconds else total
 
     def granted(self, grant: Grant) -> Plan:
-        """The plan with a grant's extra passes, outer tokens and outer time (SPEC §10)."""
+        """The plan with a grant's extra passes, outer tokens and outer time (docs/spend.md)."""
         if grant.empty:
             return self
         return dataclasses.replace(

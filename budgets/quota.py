@@ -1,4 +1,4 @@
-"""Quotas (SPEC §10), pure: the window a quota counts over, and what a quota leaves a call.
+"""Quotas (docs/spend.md), pure: the window a quota counts over, and what a quota leaves a call.
 
 A quota limits counted tokens and/or dollars over a window: a calendar day or month in the
 team's time zone, or a rolling 24 hours counted by the hour (what was spent in the current

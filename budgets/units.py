@@ -1,6 +1,6 @@
 """Budget units: pages, books and shelves of tokens, and wall-clock durations.
 
-1 page = 1,000 tokens; 1 book = 200 pages; 1 shelf = 20 books (SPEC §2).
+1 page = 1,000 tokens; 1 book = 200 pages; 1 shelf = 20 books (docs/recipes.md).
 Pure: no Django, no I/O. Every refusal is a UnitError whose message says what
 was expected, so callers can prefix it with the file, line and field.
 """

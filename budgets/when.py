@@ -1,4 +1,4 @@
-"""When a schedule fires (SPEC §7), in pure Python: 5 cron fields, `@hourly`, `@daily`,
+"""When a schedule fires (docs/schedules.md), in pure Python: 5 cron fields, `@hourly`, `@daily`,
 `@weekly`, `@monthly` (cron, read in the schedule's timezone) or `@every 30m` (a fixed interval,
 whole minutes). schedules/ turns a When into django-q2's schedule fields; the run outlook (runs.outlook) counts
 a schedule's ticks in a quota's window with it."""

@@ -1,4 +1,4 @@
-"""The validated, immutable shape of a recipe (SPEC §1–§4).
+"""The validated, immutable shape of a recipe (docs/recipes.md).
 
 Defaults live here, in one place; `catalogue.recipe` fills these from a file and
 `budgets/plan.py` reads them. Pure: no Django, no I/O.
@@ -53,7 +53,7 @@ DEFAULT_PASS_TOKENS = 3 * BOOK
 DEFAULT_TAKEOVER_WHEN = 90
 DEFAULT_PASSES = 5
 DEFAULT_WEB_PROFILE = "default"
-# what a recipe's `notify:` may subscribe a channel to (SPEC §10)
+# what a recipe's `notify:` may subscribe a channel to (docs/notifications.md)
 NOTIFY_EVENTS = (
     "run.ended",
     "approval.waiting",
@@ -142,7 +142,7 @@ class RecipeSpec:
     allowed_domains: tuple[str, ...] = ()
     model: str | None = None
     judge_model: str | None = None
-    # SPEC §1: `low`, `medium` or `high`, sent as output_config.effort (with adaptive thinking)
+    # docs/recipes.md: `low`, `medium` or `high`, sent as output_config.effort (with adaptive thinking)
     # to models that take it (budgets.efforts); None: not set
     effort: str | None = None
     effort_line: int | None = None  # where `effort:` sits, for the check of an unpinned model
@@ -159,7 +159,7 @@ class RecipeSpec:
     base_line: int | None = None
     setup: tuple[str, ...] = ()
     until_command: str | None = None
-    # MCP servers the recipe may use (issue 26): their tools are `<server>__<tool>`
+    # MCP servers the recipe may use (docs/mcp.md): their tools are `<server>__<tool>`
     mcp: tuple[McpUse, ...] = ()
     warnings: tuple[str, ...] = ()
 

@@ -1,4 +1,4 @@
-"""git -> the catalogue: Recipe and RecipeVersion rows from the tracked branch (SPEC §1).
+"""git -> the catalogue: Recipe and RecipeVersion rows from the tracked branch (docs/recipes.md).
 
 Incremental: the RepoState remembers the last synced commit; a later sync walks only the
 commits since (`git log synced..head`, first-parent line, so every change that reached the

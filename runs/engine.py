@@ -1,4 +1,4 @@
-"""The do/while state machine (SPEC §3–§4) behind two ports: a model and a set of tools.
+"""The do/while state machine (docs/running-loops.md) behind two ports: a model and a set of tools.
 
 It knows neither Anthropic nor any browser. It writes Run/Pass/Step rows and RunEvents, keeps
 the tokens through runs.ledger and the conversation through runs.conversation, and reads
@@ -231,7 +231,7 @@ class Engine:
             self._after_tool_step(run_pass)
 
     def _after_tool_step(self, run_pass: Pass) -> None:
-        """Every `interval` steps without auto_continue the run waits for a person (SPEC §3)."""
+        """Every `interval` steps without auto_continue the run waits for a person (docs/running-loops.md)."""
         interval = self.plan.interval
         if run_pass.leg_steps % interval == 0 and not self.plan.auto_continue:
             self._pause("step cap")

@@ -1,4 +1,4 @@
-"""A step's model call (SPEC §3, hard ceiling): sized so that an upper bound of its input plus
+"""A step's model call (docs/running-loops.md, hard ceiling): sized so that an upper bound of its input plus
 its max_tokens fits what the leg has left (counted exactly near the edge), fitted to the spend
 quotas, reserved, made, followed by the tools it asks for, and settled in one transaction.
 

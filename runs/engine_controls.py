@@ -1,4 +1,4 @@
-"""What people ask of a run while it works (SPEC §5): the controls they write on the Run (stop,
+"""What people ask of a run while it works (docs/running-loops.md): the controls they write on the Run (stop,
 cancel, land now), read between steps and while a model call is in flight, and approvals, a
 tool call held until a person answers."""
 

@@ -1,4 +1,4 @@
-"""The judge (SPEC §4): after each pass, a fresh call of the judge model reads what the pass
+"""The judge (docs/running-loops.md): after each pass, a fresh call of the judge model reads what the pass
 saved against `until` and answers YES or NO with a reason. Its tokens count against the job,
 under the same hard ceiling and quotas as any step (its verdict parsing is runs.judge)."""
 
@@ -56,7 +56,7 @@ class Judge:
         events.record(self.run, "judging", f"pass {run_pass.number}: judging")
         result = self._result_of(run_pass)
         spec = self.armed.spec
-        # placeholders are filled in until: as in the prompts (SPEC §1): the judge of a run on
+        # placeholders are filled in until: as in the prompts (docs/recipes.md): the judge of a run on
         # "cats" reads "five entries on cats", never "{{topic}}"
         until = self.armed.fill(spec.loop_while.until or "", self.run.args)
         message = judging.judge_message(until, result, self._evidence(run_pass))

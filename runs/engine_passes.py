@@ -1,4 +1,4 @@
-"""The pass in hand (SPEC §3–§4): its row and its conversation; how a pass starts (the first,
+"""The pass in hand (docs/running-loops.md): its row and its conversation; how a pass starts (the first,
 a resumed run's, or seeded with the previous pass's result and the judge's reason), how the
 wrap-up takes the wheel, and how a pass ends (its results kept as a snapshot)."""
 

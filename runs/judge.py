@@ -1,4 +1,4 @@
-"""The judge: a fresh model call reads the pass's saved result against `until` (SPEC §4)."""
+"""The judge: a fresh model call reads the pass's saved result against `until` (docs/running-loops.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ JUDGE_SYSTEM = (
 )
 
 _TAG = re.compile(r"(?i)<(\s*/?\s*(?:result|goal|final_answer|diff_stat|until_command)\b)")
-# beside the result, what a coding pass shows the judge (SPEC §11), each cut to this many
+# beside the result, what a coding pass shows the judge (docs/coding-loops.md), each cut to this many
 # bytes; the result gets what is left of JUDGE_RESULT_CAP_BYTES, so the plan's worst case holds
 EVIDENCE_CAP_BYTES = 4096
 EVIDENCE_LABELS = {

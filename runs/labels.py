@@ -1,4 +1,4 @@
-"""People's word on the judge (issue 12): a label per judged pass, "judge right" or "judge
+"""People's word on the judge (docs/judge-workbench.md): a label per judged pass, "judge right" or "judge
 wrong" with an optional note, and how often the judge agrees with people, per judge model and
 per `until:` version.
 

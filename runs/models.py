@@ -478,7 +478,7 @@ class RejudgeState(models.TextChoices):
 
 class Rejudge(models.Model):
     """A proposed judge (a new `until:` or judge model) run over a recipe's last N snapshotted
-    results, on a worker, under its own small hard token budget (SPEC §10)."""
+    results, on a worker, under its own small hard token budget (docs/judge-workbench.md)."""
 
     change_request = models.ForeignKey(
         "reviews.ChangeRequest", null=True, blank=True, on_delete=models.CASCADE, related_name="rejudges"
@@ -571,7 +571,7 @@ class LedgerEntry(models.Model):
 
 class Grant(models.Model):
     """More passes, outer tokens or outer time an operator gave a run that ended at an outer
-    ceiling; the run goes on as the same run (SPEC §10). Kept as its history."""
+    ceiling; the run goes on as the same run (docs/spend.md). Kept as its history."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="grants")
     granted_by = models.ForeignKey(

@@ -1,4 +1,4 @@
-"""Before the start (SPEC §10): a run's worst case against what each quota that applies has
+"""Before the start (docs/spend.md): a run's worst case against what each quota that applies has
 left, the models that have no price, and what a recipe's `schedule:` does to its quotas.
 
 Reads only (a selector): the run form, `auto <kind> run --dry-run`, `auto <kind> check` and a

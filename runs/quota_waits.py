@@ -1,4 +1,4 @@
-"""Runs waiting for a quota to have room (SPEC §10): which they are and why (the Spend page),
+"""Runs waiting for a quota to have room (docs/spend.md): which they are and why (the Spend page),
 and waking them once their call fits. Spend sits below runs: it says when room may have come
 (its quota_released signal, after a settle below what was reserved or a quota or price change)
 and runs.receivers wakes them here; the every-minute sweeper calls quota_wake too."""

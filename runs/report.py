@@ -1,4 +1,4 @@
-"""run-report.md in the results folder (SPEC §6), rewritten whenever a run pauses or ends."""
+"""run-report.md in the results folder (docs/running-loops.md), rewritten whenever a run pauses or ends."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def plan_lines_from_snapshot(plan: dict) -> list[str]:
 
 
 def _grant_lines(run) -> list[str]:
-    """Grants raised the outer ceilings above (SPEC §10): who, when, what, after which end."""
+    """Grants raised the outer ceilings above (docs/spend.md): who, when, what, after which end."""
     grants = list(run.grants.select_related("granted_by")) if run.pk else []
     if not grants:
         return []
@@ -129,7 +129,7 @@ def _gate_lines(passes) -> list[str]:
 
 
 def _workspace_lines(run) -> list[str]:
-    """A coding run (SPEC §11): its working copy, whether commands were sandboxed, and its diff stat."""
+    """A coding run (docs/coding-loops.md): its working copy, whether commands were sandboxed, and its diff stat."""
     workspace = Workspace.objects.filter(run=run).first() if run.pk else None
     if workspace is None:
         return []

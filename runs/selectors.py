@@ -1,4 +1,4 @@
-"""The read side of runs (HackSoft selectors): the live table (SPEC §8, computed once for the
+"""The read side of runs (HackSoft selectors): the live table (docs/dashboard.md, computed once for the
 CLI and the pages), the parts of a run's page, and the history. Nothing here writes.
 """
 
@@ -195,7 +195,7 @@ def worker_sandboxes() -> set[str]:
 
 
 def controls_for(run: Run) -> list[str]:
-    """Which controls apply to a run right now (SPEC §5), in the order they are shown."""
+    """Which controls apply to a run right now (docs/running-loops.md), in the order they are shown."""
     if run.state == RunState.QUEUED:
         return ["stop", "cancel"]
     if run.state in (RunState.RUNNING, RunState.AWAITING_APPROVAL):
@@ -206,7 +206,7 @@ def controls_for(run: Run) -> list[str]:
         return [*land, "stop", "cancel"]
     if run.state == RunState.PAUSED:
         return ["continue", "stop"] + (["resume"] if run.pause_reason == "cancelled" else [])
-    return (["grant"] if is_grantable(run.cause) else []) + ["resume"]  # SPEC §10
+    return (["grant"] if is_grantable(run.cause) else []) + ["resume"]  # docs/spend.md
 
 
 def pass_leg_tokens(passes: list[Pass]) -> dict[tuple[int, str], int]:

@@ -1,4 +1,4 @@
-"""Run services: start, stop, cancel, continue, resume, land now (SPEC §5), and the sweeper.
+"""Run services: start, stop, cancel, continue, resume, land now (docs/running-loops.md), and the sweeper.
 
 Controls only write a request or an atomic state change on the Run; the engine, in its
 worker, reads requests between steps. Every refusal is a RunRefused whose message says
@@ -654,7 +654,7 @@ def run_resume(*, run: Run, user=None, headless: bool | None = None, provider: s
 
 def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
     """More passes, outer tokens or outer time for a run that ended at an outer ceiling; it goes
-    on as the same run, its next pass seeded as usual (SPEC §10). Bounded by
+    on as the same run, its next pass seeded as usual (docs/spend.md). Bounded by
     RYSH_GRANT_MAX_PERCENT of the recipe's own outer ceilings, all grants together."""
     if run.state != RunState.FINISHED:
         raise RunRefused(f"run #{run.pk} has not ended ({run.state_label}); a grant applies to a run that ended")

@@ -1,4 +1,4 @@
-"""Result snapshots (SPEC §10): when a pass ends, the result files its run saved are kept as that
+"""Result snapshots (docs/judge-workbench.md): when a pass ends, the result files its run saved are kept as that
 pass's snapshot. Each content is stored once, under RYSH_SNAPSHOTS_DIR/<sha[:2]>/<sha256>, so an
 unchanged 1 MB file costs nothing the second time; a PassResult row links a name to its content.
 

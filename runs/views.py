@@ -481,7 +481,7 @@ def history_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return response
 
 
-# -- verdict labels (issue 12): people say whether the judge was right ---------------------------
+# -- verdict labels (docs/judge-workbench.md): people say whether the judge was right ---------------------------
 
 
 @login_required

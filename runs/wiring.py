@@ -30,7 +30,7 @@ from workspaces.setup import agent_sandbox_extras, workspace_setup
 
 def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = None) -> Armed:
     spec, plan = arm(run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=run.overrides)
-    plan = plan.granted(run.granted())  # an operator's grants raise the outer ceilings (SPEC §10)
+    plan = plan.granted(run.granted())  # an operator's grants raise the outer ceilings (docs/spend.md)
     output_dir = Path(run.output_dir)
     if tools is None:
         if spec.kind == Kind.WEB:

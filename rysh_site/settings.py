@@ -55,7 +55,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "axes",  # login throttling (rysh_site/throttle.py); before the apps, so its receivers run first
     "django_htmx",
-    "django_q",
+    "rysh_site.queue_app.QueueConfig",  # django_q, without prometheus_client when metrics are off
     "channels",
     # the apps, one per domain; budgets/ is pure Python and not an app (see DESIGN.md)
     "catalogue",
@@ -144,7 +144,7 @@ Q_CLUSTER = {
     "timeout": envint("RYSH_TASK_TIMEOUT", 6 * 3600, minimum=60),
     "retry": envint("RYSH_TASK_TIMEOUT", 6 * 3600, minimum=60) + 600,
     "max_attempts": 1,
-    "catch_up": False,  # SPEC §7: no backfill of missed ticks
+    "catch_up": False,  # docs/schedules.md: no backfill of missed ticks
     "save_limit": 1000,
     "label": "Tasks",
 }
@@ -406,7 +406,7 @@ RYSH_PROFILE_WAIT = envint("RYSH_PROFILE_WAIT", 60, minimum=0)  # seconds to wai
 # the run page's step log says that a step thought and how much; its text only when this is on
 RYSH_SHOW_THINKING = envbool("RYSH_SHOW_THINKING", False)
 RYSH_APPROVAL_TIMEOUT = envint("RYSH_APPROVAL_TIMEOUT", 1800, minimum=1)  # then rejected (recipes: approve_timeout)
-# grants (SPEC §10): all grants to one run may add at most this percent of the recipe's own
+# grants (docs/spend.md): all grants to one run may add at most this percent of the recipe's own
 # outer ceilings (passes, outer total, outer time); 100: the recipe's own once more
 RYSH_GRANT_MAX_PERCENT = envint("RYSH_GRANT_MAX_PERCENT", 100, minimum=0)
 RYSH_SCHEDULE_MAX_FAILURES = envint("RYSH_SCHEDULE_MAX_FAILURES", 5, minimum=1)

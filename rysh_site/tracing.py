@@ -35,20 +35,23 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
-from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+if TYPE_CHECKING:  # the SDK is imported by a process that traces, when it first does
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 log = logging.getLogger(__name__)
 
@@ -94,9 +97,11 @@ def _quiet(hook):
 # -- configuration, per process ------------------------------------------------------------
 
 
-class _Ids(RandomIdGenerator):
-    """Random ids, except for the one span whose ids were chosen beforehand: a run's root span,
-    emitted when the run ends with the ids its children already point at."""
+class _Ids:
+    """Random ids (as the SDK's RandomIdGenerator makes them; the tracer provider takes any object
+    with these methods), except for the one span whose ids were chosen beforehand: a run's root
+    span, emitted when the run ends with the ids its children already point at. Not the SDK's own
+    class: a process that does not trace never imports the SDK (docs/benchmarks/engine.md)."""
 
     def __init__(self):
         self._chosen = threading.local()
@@ -111,11 +116,21 @@ class _Ids(RandomIdGenerator):
 
     def generate_trace_id(self) -> int:
         ids = getattr(self._chosen, "ids", None)
-        return ids[0] if ids else super().generate_trace_id()
+        return ids[0] if ids else _random_id(128, trace.INVALID_TRACE_ID)
 
     def generate_span_id(self) -> int:
         ids = getattr(self._chosen, "ids", None)
-        return ids[1] if ids else super().generate_span_id()
+        return ids[1] if ids else _random_id(64, trace.INVALID_SPAN_ID)
+
+    def is_trace_id_random(self) -> bool:
+        return True
+
+
+def _random_id(bits: int, invalid: int) -> int:
+    made = random.getrandbits(bits)
+    while made == invalid:
+        made = random.getrandbits(bits)
+    return made
 
 
 _lock = threading.Lock()
@@ -134,7 +149,12 @@ def capture_content() -> bool:
 
 def install(exporter: SpanExporter, *, batch: bool = True) -> TracerProvider:
     """This process's tracer provider, exporting to `exporter` (a BatchSpanProcessor; `batch=False`
-    exports each span as it ends, for the tests' in-memory exporter)."""
+    exports each span as it ends, for the tests' in-memory exporter). The SDK is imported here:
+    only a process that traces loads it."""
+    # the SDK: only a process that traces loads it
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
     global _provider, _pid
     processor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
     provider = TracerProvider(resource=_resource(), id_generator=_ids)
@@ -147,6 +167,8 @@ def install(exporter: SpanExporter, *, batch: bool = True) -> TracerProvider:
 def _resource() -> Resource:
     """OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES as the SDK reads them; rysh-dashboard when
     neither names the service."""
+    from opentelemetry.sdk.resources import Resource  # the SDK, as install()
+
     resource = Resource.create()
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": DEFAULT_SERVICE_NAME}))

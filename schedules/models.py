@@ -1,4 +1,4 @@
-"""Schedules (SPEC §7): each rides on a django-q2 Schedule; this row keeps what django-q2
+"""Schedules (docs/schedules.md): each rides on a django-q2 Schedule; this row keeps what django-q2
 does not — where it came from, its timezone and its run of failures."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Schedules (SPEC §7): recipes' `schedule:` and hand-made ones, on django-q2's scheduler.
+"""Schedules (docs/schedules.md): recipes' `schedule:` and hand-made ones, on django-q2's scheduler.
 
 - A recipe's `schedule:` keeps one schedule named `auto-<kind>-<name>` in step with the
   catalogue after every sync; `off`/`none`, or a recipe that leaves the repository, removes it.

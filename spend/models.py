@@ -1,4 +1,4 @@
-"""Spend governance (SPEC §10): quotas across runs, the reservations they hold for calls in
+"""Spend governance (docs/spend.md): quotas across runs, the reservations they hold for calls in
 flight, and the prices admins set for models the table in code does not know (or prices anew).
 
 A Quota row is also its own live counter: what its current window has settled (`used_*`)

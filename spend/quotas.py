@@ -1,4 +1,4 @@
-"""Quotas enforced by the reservation (SPEC §10): take, settle, roll over.
+"""Quotas enforced by the reservation (docs/spend.md): take, settle, roll over.
 
 Before every model call the ledger takes the call's reservation (input bound + max_tokens,
 and in micro-dollars the most those tokens can cost) from every quota that applies to the

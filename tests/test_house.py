@@ -1,4 +1,4 @@
-"""The house keeps rooms that fit in a head (issue 24): no class over 250 lines in the engine
+"""The house keeps rooms that fit in a head (docs/layout.md): no class over 250 lines in the engine
 (runs/engine*.py, a loop of small collaborators), the browser (agents/browser*.py, split along
 its seams) or the `auto` command (runs/management/commands/auto.py and the verbs it dispatches
 to, runs/cli/)."""

@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class WorkspacesConfig(AppConfig):
-    """Coding loops (SPEC §11): a run's own working copy, its diff, keep and discard. Old copies
+    """Coding loops (docs/coding-loops.md): a run's own working copy, its diff, keep and discard. Old copies
     are removed by the daily retention schedule (ops/apps.py, RYSH_WORKSPACE_KEEP_DAYS)."""
 
     name = "workspaces"

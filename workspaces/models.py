@@ -1,4 +1,4 @@
-"""A run's working copy (SPEC §11) and what each of its passes left in it."""
+"""A run's working copy (docs/coding-loops.md) and what each of its passes left in it."""
 
 from __future__ import annotations
 

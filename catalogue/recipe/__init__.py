@@ -1,4 +1,4 @@
-"""Recipe files: markdown with YAML frontmatter -> a validated RecipeSpec (SPEC §1–§4).
+"""Recipe files: markdown with YAML frontmatter -> a validated RecipeSpec (docs/recipes.md).
 
 A recipe lives at `.rysh/automations/<webs|tasks|codes>/<name>.md`. The frontmatter is the
 control envelope, the body is the task prompt; a file without frontmatter is all prompt.

@@ -1,5 +1,5 @@
 """The recipe's fields: which keys exist where, and one reader per frontmatter field or block
-(SPEC §1–§4). Each reader takes the Reader, a YAML node and the key's dotted path, and returns
+(docs/recipes.md). Each reader takes the Reader, a YAML node and the key's dotted path, and returns
 the value or None after recording why it refused.
 
 Pure: stdlib + PyYAML, no Django, no I/O.

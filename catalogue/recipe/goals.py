@@ -1,4 +1,4 @@
-"""The until lint (SPEC §10): can the judge check this goal from the result alone?
+"""The until lint (docs/recipes.md): can the judge check this goal from the result alone?
 
 The judge reads only the pass's saved result and the `until:` text, and answers YES or NO.
 A goal it can check names something it can count or see in that result: a number, a label

@@ -1,4 +1,4 @@
-"""Placeholders in a recipe's prompts (SPEC §1): `{{args}}`, `{{arg1}}`…, `{{<name>}}` by
+"""Placeholders in a recipe's prompts (docs/recipes.md): `{{args}}`, `{{arg1}}`…, `{{<name>}}` by
 position in `args:`, `{{output_dir}}` / `{{results_dir}}`, and in a recipe with a working copy
 `{{workdir}}`, the folder its commands run in (docs/recipes.md). Pure."""
 
@@ -21,7 +21,7 @@ def placeholders(text: str) -> list[str]:
 
 
 def render(template: str, *, spec: RecipeSpec, args: Sequence[str], output_dir: str, workdir: str | None = None) -> str:
-    """Fill the placeholders of SPEC §1; a missing argument becomes "".
+    """Fill the placeholders of docs/recipes.md; a missing argument becomes "".
 
     `workdir` is the working folder as the agent's commands see it (a run's copy, or what a
     preview says it will be); without one, `{{workdir}}` is left as written, like any name

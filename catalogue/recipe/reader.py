@@ -1,5 +1,5 @@
 """Reading a recipe file: the frontmatter split, YAML nodes with their file lines, and the
-issues found along the way (SPEC §1).
+issues found along the way (docs/recipes.md).
 
 Lines are 1-based lines of the whole file (not of the frontmatter); a field is the full
 dotted path of a key. The reader knows no recipe field: `fields.py` says which keys exist

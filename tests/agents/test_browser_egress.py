@@ -1,4 +1,4 @@
-"""The browser reaches only public addresses (issue 22): every connection goes through its egress
+"""The browser reaches only public addresses (docs/security.md): every connection goes through its egress
 proxy, which judges each host as http_get does (private, loopback, link-local… refused, in any
 spelling) whatever allowed_domains says, unless an admin named the host.
 

@@ -1,4 +1,4 @@
-"""The browser's security review (issue 10): Chromium's sandbox and environment, allowed_domains
+"""The browser's security review (docs/web-recipes.md): Chromium's sandbox and environment, allowed_domains
 on redirects and frames, WebRTC, and what a key press amounts to for approval gates."""
 
 import logging

@@ -1,4 +1,4 @@
-"""Who the audit log names (issue 22, item 14): a run woken because its quota has room again is
+"""Who the audit log names (docs/security.md): a run woken because its quota has room again is
 the system's doing, even inside the admin's request that raised the quota; "Send test" on a
 channel and the catalogue's Sync button are recorded too."""
 

@@ -1,4 +1,4 @@
-"""Grants (SPEC §10), pure: what a grant adds to a plan, and the bound all grants stay under."""
+"""Grants (docs/spend.md), pure: what a grant adds to a plan, and the bound all grants stay under."""
 
 from hypothesis import given
 from hypothesis import strategies as st

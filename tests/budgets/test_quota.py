@@ -1,4 +1,4 @@
-"""Quotas, pure (SPEC §10): the windows they count over and what they leave a call."""
+"""Quotas, pure (docs/spend.md): the windows they count over and what they leave a call."""
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal

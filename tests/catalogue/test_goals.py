@@ -1,4 +1,4 @@
-"""The until lint (SPEC §10): a goal the judge cannot check from the result alone is a warning
+"""The until lint (docs/recipes.md): a goal the judge cannot check from the result alone is a warning
 at the line of its `until:` value, never an error."""
 
 from __future__ import annotations

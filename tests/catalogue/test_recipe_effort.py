@@ -1,4 +1,4 @@
-"""`effort:` (SPEC §1): low, medium or high, only for models that take it (budgets.efforts)."""
+"""`effort:` (docs/recipes.md): low, medium or high, only for models that take it (budgets.efforts)."""
 
 import pytest
 

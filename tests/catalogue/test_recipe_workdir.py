@@ -1,4 +1,4 @@
-"""`workdir:` (SPEC §11): its shape in the reader, and the folder in the repository at its line."""
+"""`workdir:` (docs/coding-loops.md): its shape in the reader, and the folder in the repository at its line."""
 
 import pytest
 from django.core.management import call_command

@@ -1,7 +1,6 @@
 """A token in RYSH_RECIPES_REPO never reaches git's argv (readable by any local user in /proc
 while git runs), the mirror's config or the database; git still authenticates — clone, fetch
-and push — through a credential helper that reads it from git's own environment (issue 22,
-item 12). Proven against a local git smart-HTTP server that wants a Basic login."""
+and push — through a credential helper that reads it from git's own environment (docs/recipes-in-git.md). Proven against a local git smart-HTTP server that wants a Basic login."""
 
 import importlib
 import subprocess

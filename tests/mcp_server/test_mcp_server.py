@@ -1,4 +1,4 @@
-"""The dashboard as an MCP server (issue 26, item 5): the real ASGI app under daphne (no worker),
+"""The dashboard as an MCP server (docs/mcp-server.md): the real ASGI app under daphne (no worker),
 driven with the official SDK's own streamable-HTTP client and an API token, on the demo's
 catalogue and the offline scripted model."""
 

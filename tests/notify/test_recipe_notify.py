@@ -1,4 +1,4 @@
-"""`notify:` in a recipe (SPEC §10): its shape and events by the pure reader; its channels
+"""`notify:` in a recipe (docs/notifications.md): its shape and events by the pure reader; its channels
 against the database at sync, `auto check` and the editor's live check."""
 
 from __future__ import annotations

@@ -240,6 +240,39 @@ def test_label_values_are_bounded():
     assert metrics.leg_of("judging") == "judge" and metrics.leg_of("anything") == "other"
 
 
+def test_with_metrics_off_observing_counts_nothing(settings, monkeypatch):
+    """Off (RYSH_METRICS unset, no shared directory): every observation returns at once; on, the
+    same observations count."""
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+
+    def observe() -> None:
+        with metrics.model_call("claude-off-1", "task"):
+            pass
+        metrics.model_retry("claude-off-1", "task")
+        with metrics.tool_call("off_tool"):
+            pass
+        metrics.push_sent((time.time(), "tail"))
+
+    def counted() -> tuple[float, ...]:
+        found = samples(figures_text())
+        return (
+            value(found, "rysh_model_call_seconds_count", model="claude-off-1"),
+            value(found, "rysh_model_call_retries_total", model="claude-off-1"),
+            value(found, "rysh_tool_call_seconds_count", tool="off_tool"),
+            value(found, "rysh_live_push_seconds_count", path="tail"),
+        )
+
+    settings.RYSH_METRICS = False
+    assert not metrics.enabled()
+    before = counted()
+    observe()
+    assert counted() == before
+    settings.RYSH_METRICS = True
+    assert metrics.enabled()
+    observe()
+    assert counted() == tuple(n + 1 for n in before)
+
+
 OBSERVE = """
 import sys
 from rysh_site import metrics
@@ -364,9 +397,10 @@ def test_a_demo_run_s_figures_scraped_from_daphne_while_a_real_worker_ran_it():
         stack.stop()
 
 
-def test_the_anthropic_provider_counts_its_retries_not_its_last_failure():
+def test_the_anthropic_provider_counts_its_retries_not_its_last_failure(settings):
     """Through the real SDK against the fake server: two 500s then a reply are two retries; ten
     529s under max_retries=2 are two retries and a call that gave up."""
+    settings.RYSH_METRICS = True  # with metrics off nothing is counted (the test below)
 
     def retries() -> float:
         return value(samples(figures_text()), "rysh_model_call_retries_total", model="claude-fake-9", leg="wrap-up")
@@ -419,6 +453,7 @@ def test_push_latency_is_observed_from_the_event_written_to_the_sockets(settings
     a worker's push over Redis reaches the hub) each observe once per new HTML: when the event
     was written to when the view's HTML went to its sockets."""
     settings.RYSH_LIVE_TAIL, settings.RYSH_LIVE_POLL_MS = path == "tail", 20
+    settings.RYSH_METRICS = True
     cookie = session_cookie(User.objects.create_user(f"watcher-{path}", password="x"))
     run = consumer_run()
     before = _pushes(path)

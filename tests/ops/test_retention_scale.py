@@ -1,4 +1,4 @@
-"""Done when (issue 27): a prune of a database holding 10,000 old runs keeps every summary page
+"""Retention at scale (docs/retention.md): a prune of a database holding 10,000 old runs keeps every summary page
 and quota right, and frees the space it says (files exactly; rows by the stated estimate)."""
 
 from __future__ import annotations

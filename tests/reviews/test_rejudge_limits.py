@@ -1,4 +1,4 @@
-"""Re-judges have bounds (issue 22, item 4): one per change request at a time (the database
+"""Re-judges have bounds (docs/judge-workbench.md): one per change request at a time (the database
 keeps it so), so many a day per person (RYSH_REJUDGE_DAILY_MAX, the calendar day in
 TIME_ZONE), and a press counts only for the estimate the page showed."""
 

@@ -1,4 +1,4 @@
-"""The Re-judge section of a change request that edits `until:` (issue 12, item 3)."""
+"""The Re-judge section of a change request that edits `until:` (docs/judge-workbench.md)."""
 
 import re
 

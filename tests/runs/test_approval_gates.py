@@ -1,4 +1,4 @@
-"""Approval gates that cannot be sidestepped (issue 10): a call is gated as what it amounts to,
+"""Approval gates that cannot be sidestepped (docs/approvals.md): a call is gated as what it amounts to,
 URLs are matched in their normal form, and an approved action whose target changed while the
 person looked is not taken."""
 

@@ -116,7 +116,7 @@ def test_anonymous_inbox_and_nav_sockets_are_refused():
     async_to_sync(go)()
 
 
-# -- the whole call beside Approve (issue 22, item 15) ---------------------------------------------
+# -- the whole call beside Approve (docs/approvals.md) ---------------------------------------------
 
 
 def test_the_inbox_shows_the_whole_call_escaped_never_cut():

@@ -1,4 +1,4 @@
-"""The do/while engine against a fake model port: every rule of SPEC §3–§6."""
+"""The do/while engine against a fake model port: every rule of docs/running-loops.md."""
 
 from pathlib import Path
 
@@ -342,7 +342,7 @@ def test_it_resumes_with_a_fresh_run_seeded_with_the_latest_result(start):
 
 
 def test_the_judge_reads_the_goal_with_its_placeholders_filled(start):
-    """SPEC §1: placeholders are filled in until: too; the judge of a run on "cats" never reads
+    """docs/recipes.md: placeholders are filled in until: too; the judge of a run on "cats" never reads
     "{{topic}}"."""
     run = start(LOOP, "cats")
     model = FakeModel(task=[{"text": "saving", "tools": [SAVE]}, {"text": "Done."}], judge=["YES\nfive"])

@@ -1,4 +1,4 @@
-"""Raise the cap and continue (SPEC §10): a run that ended at an outer ceiling is granted more and
+"""Raise the cap and continue (docs/spend.md): a run that ended at an outer ceiling is granted more and
 goes on as the same run; grants are bounded and refused where they cannot help."""
 
 import re

@@ -236,7 +236,7 @@ def test_offline_a_real_scripted_runs_snapshots_are_rejudged(recipe_file, monkey
 
 
 def test_the_new_goal_is_filled_with_each_runs_own_arguments(fake_anthropic, tmp_path):
-    """As the run's judge read its goal (SPEC §1): placeholders filled per run, never sent raw."""
+    """As the run's judge read its goal (docs/recipes.md): placeholders filled per run, never sent raw."""
     run = judged_run(tmp_path / "c", [("YES", "R9 cats")])
     run.recipe_text, run.args = "---\nargs: [topic]\n---\nx\n", ["cats"]
     run.save()

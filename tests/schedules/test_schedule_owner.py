@@ -1,4 +1,4 @@
-"""A recipe's own schedule has an owner (issue 22, item 13): the one set by hand, else the
+"""A recipe's own schedule has an owner (docs/schedules.md): the one set by hand, else the
 service user RYSH_SCHEDULE_OWNER, else whoever approved the recipe's last change request. Its
 runs are started for (and charged to) them; the CLI's list and the recipe page say who, and why."""
 

@@ -1,4 +1,4 @@
-"""Schedules (SPEC §7): recipes' schedule: kept in step by the sync, hand-made ones from the CLI,
+"""Schedules (docs/schedules.md): recipes' schedule: kept in step by the sync, hand-made ones from the CLI,
 no backfill, headless scheduled runs, and 5 failures in a row disable one."""
 
 from datetime import timedelta

@@ -1,5 +1,4 @@
-"""The person who continues or grants a run pays for what it spends from then on (issue 22,
-item 13): their user quota takes its reservations, the ledger counts its calls as theirs (a
+"""The person who continues or grants a run pays for what it spends from then on (docs/spend.md): their user quota takes its reservations, the ledger counts its calls as theirs (a
 window's recount and Spend by person), and an automatic continue changes nobody's bill."""
 
 from datetime import timedelta

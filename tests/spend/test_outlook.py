@@ -1,4 +1,4 @@
-"""Before the start (SPEC §10): a run's worst case against what each quota has left, the models
+"""Before the start (docs/spend.md): a run's worst case against what each quota has left, the models
 that have no price, and a scheduled recipe's runs per window against its quotas' limits."""
 
 from datetime import UTC, datetime

@@ -1,4 +1,4 @@
-"""Quotas enforced by the reservation (SPEC §10): every call's reservation is taken from each
+"""Quotas enforced by the reservation (docs/spend.md): every call's reservation is taken from each
 quota that applies before the call; a call that does not fit waits (`paused(quota: …)`) and
 the run goes on by itself when the quota has room again. Never a token past a quota."""
 
