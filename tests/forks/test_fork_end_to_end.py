@@ -85,7 +85,7 @@ def kept(run: Run, number: int) -> dict[str, bytes]:
 
 
 def test_a_fork_from_pass_2_with_an_edited_prompt_is_fulfilled_without_paying_passes_1_and_2(fake_anthropic, code_repo):
-    path = write_recipe(code_repo, workdir="pkg", name="three", text=THREE_PASSES)
+    write_recipe(code_repo, workdir="pkg", name="three", text=THREE_PASSES)
     git(code_repo, "add", "-A")
     git(code_repo, "commit", "-q", "-m", "a three-pass coding recipe")
     recipes_sync()  # a recipe of the catalogue, so a fork's edit can be proposed as a change
