@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from catalogue.sync import recipes_sync
+from reviews.models import ChangeRequest
+from reviews.services import text_diff
 from runs import services, snapshots, worker
 from runs.forks import ForkEdits, run_fork
 from runs.models import LedgerEntry, Pass, Run
@@ -82,11 +85,13 @@ def kept(run: Run, number: int) -> dict[str, bytes]:
 
 
 def test_a_fork_from_pass_2_with_an_edited_prompt_is_fulfilled_without_paying_passes_1_and_2(fake_anthropic, code_repo):
-    path = write_recipe(code_repo, workdir="pkg", name="three", text=THREE_PASSES)
+    write_recipe(code_repo, workdir="pkg", name="three", text=THREE_PASSES)
     git(code_repo, "add", "-A")
     git(code_repo, "commit", "-q", "-m", "a three-pass coding recipe")
+    recipes_sync()  # a recipe of the catalogue, so a fork's edit can be proposed as a change
     server = Server(fake_anthropic, ["NO\nthe test still fails (1)", "NO\nthe test still fails (2)", "NO\nstill (3)"])
-    parent = services.run_start(kind="task", name_or_path=str(path), args=[], provider="anthropic")
+    parent = services.run_start(kind="task", name_or_path="three", args=[], provider="anthropic")
+    assert parent.recipe_version is not None
     worker.execute(parent.pk, arm_run)  # the real SDK against the fake Messages server
     parent.refresh_from_db()
     assert parent.cause == "unfulfilled: the 3-pass cap is reached"
@@ -130,3 +135,11 @@ def test_a_fork_from_pass_2_with_an_edited_prompt_is_fulfilled_without_paying_pa
     viewer = client_for(user_with("viewer"))
     assert viewer.get(f"/runs/{fork.pk}/").status_code == 200
     assert viewer.get(f"/runs/{parent.pk}/").status_code == 200
+    # the compare page sets both side by side; "Propose this edit" opens a change of the prompt alone
+    page = viewer.get(f"/runs/{fork.pk}/compare/").content.decode()
+    assert f"run #{parent.pk}" in page and f"run #{fork.pk}" in page and "+" + EDITED in page
+    editor = client_for(user_with("editor"))
+    assert editor.post(f"/runs/{fork.pk}/propose/").status_code == 302
+    change = ChangeRequest.objects.get()
+    diff = [(d.kind, d.text) for d in text_diff(change.base_text, change.proposed_text) if d.kind in ("add", "del")]
+    assert diff == [("del", "Make the failing test pass by fixing the code, never the test."), ("add", EDITED)]
