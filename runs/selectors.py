@@ -14,7 +14,6 @@ from django.db.models.functions import Concat, Trunc, TruncDate
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from budgets.plan import is_grantable
 from budgets.units import format_duration, format_tokens
 from runs import snapshots
 from runs.judge import result_files
@@ -32,6 +31,7 @@ from runs.models import (
     WorkerBeat,
 )
 from runs.report import cache_hit_percent
+from runs.states import EventKind, PauseReason, allowed_controls
 from rysh_site.filters import filter_given
 from spend.prices import FREE_MODELS
 from spend.selectors import start_of, zone
@@ -64,7 +64,7 @@ class LiveRow:
 
     @property
     def controls(self) -> list[str]:
-        return controls_for(self.run)
+        return allowed_controls(self.run)
 
     @property
     def pass_bar(self) -> dict:
@@ -171,9 +171,9 @@ def spend_by_run(runs) -> tuple[dict[int, int], dict[int, int]]:
 
 def quota_wait(run: Run) -> str:
     """Why a run paused on a quota waits (its `paused` event says what it needs), or ""."""
-    if run.state != RunState.PAUSED or not run.pause_reason.startswith("quota:"):
+    if run.state != RunState.PAUSED or not PauseReason.is_quota(run.pause_reason):
         return ""
-    event = RunEvent.objects.filter(run=run, kind="paused").order_by("-id").first()
+    event = RunEvent.objects.filter(run=run, kind=EventKind.PAUSED).order_by("-id").first()
     return event.message.partition(f"paused({run.pause_reason}): ")[2] if event else ""
 
 
@@ -182,8 +182,8 @@ def sandbox_wait(run: Run) -> str:
     since a worker last ran it), or ""."""
     if run.state != RunState.QUEUED:
         return ""
-    ran = RunEvent.objects.filter(run=run, kind="running").order_by("-id").values_list("id", flat=True).first()
-    said = RunEvent.objects.filter(run=run, kind="waiting", id__gt=ran or 0).order_by("-id").first()
+    ran = RunEvent.objects.filter(run=run, kind=EventKind.RUNNING).order_by("-id").values_list("id", flat=True).first()
+    said = RunEvent.objects.filter(run=run, kind=EventKind.WAITING, id__gt=ran or 0).order_by("-id").first()
     return said.message if said else ""
 
 
@@ -192,21 +192,6 @@ def worker_sandboxes() -> set[str]:
     ("ok", "unavailable", "off"; "" from a worker that does not say)."""
     since = timezone.now() - timedelta(seconds=settings.RYSH_READY_WORKER_SECONDS)
     return set(WorkerBeat.objects.filter(seen__gte=since).values_list("sandbox", flat=True))
-
-
-def controls_for(run: Run) -> list[str]:
-    """Which controls apply to a run right now (docs/running-loops.md), in the order they are shown."""
-    if run.state == RunState.QUEUED:
-        return ["stop", "cancel"]
-    if run.state in (RunState.RUNNING, RunState.AWAITING_APPROVAL):
-        takeover = run.plan.get("split", {}).get("takeover")
-        land = (
-            ["land"] if (run.state == RunState.RUNNING and run.phase == "task" and takeover and not run.control) else []
-        )
-        return [*land, "stop", "cancel"]
-    if run.state == RunState.PAUSED:
-        return ["continue", "stop"] + (["resume"] if run.pause_reason == "cancelled" else [])
-    return (["grant"] if is_grantable(run.cause) else []) + ["resume"]  # docs/spend.md
 
 
 def pass_leg_tokens(passes: list[Pass]) -> dict[tuple[int, str], int]:
