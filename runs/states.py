@@ -9,6 +9,7 @@ the tools, the approval wait, the sandbox and the browser ask `interruption`.
 
 from __future__ import annotations
 
+from django.apps import apps  # the Run by name: runs.models imports this module
 from django.db import models
 
 from budgets.plan import is_grantable
@@ -115,10 +116,8 @@ def interruption(run) -> Control | None:
     land now), read fresh from the database, or None. `run` is a Run or its id. Each reader
     decides which ones cut it short: a model call or the browser only a cancel, a command or an
     approval wait a cancel or a stop."""
-    from runs.models import Run  # the models import this module's names
-
     pk = getattr(run, "pk", run)
-    control = Run.objects.filter(pk=pk).values_list("control", flat=True).first() or ""
+    control = apps.get_model("runs", "Run").objects.filter(pk=pk).values_list("control", flat=True).first() or ""
     return Control(control) if control else None
 
 
