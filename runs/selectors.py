@@ -49,7 +49,7 @@ class LiveRow:
     verdict: str
     tokens_used: int
     tokens_cap: int
-    takeover_mark: int  # tokens into a pass where the wrap-up takes over (0: no wrap-up)
+    wrap_up_mark: int  # tokens into a pass where the wrap-up takes over (0: no wrap-up)
     cache: str
     provider_note: str
     pass_used: int = 0  # tokens counted in the pass in flight (its judge included)
@@ -59,7 +59,7 @@ class LiveRow:
 
     @property
     def budget_text(self) -> str:
-        mark = f", wrap-up at {format_tokens(self.takeover_mark)}/pass" if self.takeover_mark else ""
+        mark = f", wrap-up at {format_tokens(self.wrap_up_mark)}/pass" if self.wrap_up_mark else ""
         return f"{format_tokens(self.tokens_used)}/{format_tokens(self.tokens_cap)}{mark}"
 
     @property
@@ -68,7 +68,7 @@ class LiveRow:
 
     @property
     def pass_bar(self) -> dict:
-        """Percent positions for the pass's budget bar: burn, the takeover mark, the wrap-up share."""
+        """Percent positions for the pass's budget bar: burn, the wrap-up mark, the wrap-up share."""
         total = max(self.pass_task_cap + self.pass_wrap_cap, 1)
         mark = 100.0 * self.pass_task_cap / total if self.pass_wrap_cap else 100.0
         return {
@@ -141,7 +141,7 @@ def live_row(run: Run, current: Pass | None, in_flight: int = 0, settled: int | 
         in_flight=in_flight,
         tokens_used=used,
         tokens_cap=job_cap,
-        takeover_mark=task_cap if wrap_cap else 0,
+        wrap_up_mark=task_cap if wrap_cap else 0,
         cache=_cache(run),
         provider_note="scripted (offline demo model)" if run.provider == "scripted" else run.executor_model,
         pass_used=pass_used,
