@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.db import transaction
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from budgets.plan import Grant
@@ -141,6 +141,73 @@ def accepted(control: str, run: Run) -> bool:
 @pytest.mark.django_db
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(fields=run_states, control=st.sampled_from(["stop", "cancel", "land", "continue", "grant"]))
+@example(
+    fields=dict(state="running", phase="task", control="", pause_reason="", plan=WITH_WRAP_UP, cause=""), control="land"
+)
+@example(
+    fields=dict(state="running", phase="task", control="land", pause_reason="", plan=WITH_WRAP_UP, cause=""),
+    control="land",
+)
+@example(
+    fields=dict(state="running", phase="task", control="stop", pause_reason="", plan=WITH_WRAP_UP, cause=""),
+    control="land",
+)
+@example(
+    fields=dict(state="running", phase="task", control="", pause_reason="", plan=WITHOUT, cause=""), control="land"
+)
+@example(
+    fields=dict(state="running", phase="wrap-up", control="", pause_reason="", plan=WITH_WRAP_UP, cause=""),
+    control="land",
+)
+@example(
+    fields=dict(state="awaiting approval", phase="task", control="", pause_reason="", plan=WITH_WRAP_UP, cause=""),
+    control="land",
+)
+@example(
+    fields=dict(state="queued", phase="", control="", pause_reason="", plan=WITH_WRAP_UP, cause=""), control="land"
+)
+@example(
+    fields=dict(state="queued", phase="", control="", pause_reason="", plan=WITH_WRAP_UP, cause=""), control="cancel"
+)
+@example(
+    fields=dict(state="queued", phase="", control="", pause_reason="", plan=WITH_WRAP_UP, cause=""), control="stop"
+)
+@example(
+    fields=dict(state="awaiting approval", phase="task", control="", pause_reason="", plan=WITH_WRAP_UP, cause=""),
+    control="cancel",
+)
+@example(
+    fields=dict(state="paused", phase="", control="", pause_reason="cancelled", plan=WITH_WRAP_UP, cause=""),
+    control="cancel",
+)
+@example(
+    fields=dict(state="paused", phase="", control="", pause_reason="step cap", plan=WITH_WRAP_UP, cause=""),
+    control="continue",
+)
+@example(
+    fields=dict(state="running", phase="task", control="", pause_reason="", plan=WITH_WRAP_UP, cause=""),
+    control="continue",
+)
+@example(
+    fields=dict(state="finished", phase="", control="", pause_reason="", plan=WITH_WRAP_UP, cause="fulfilled: done"),
+    control="stop",
+)
+@example(
+    fields=dict(state="finished", phase="", control="", pause_reason="", plan=WITH_WRAP_UP, cause="budget exhausted"),
+    control="grant",
+)
+@example(
+    fields=dict(state="finished", phase="", control="", pause_reason="", plan=WITH_WRAP_UP, cause="stopped by user"),
+    control="grant",
+)
+@example(
+    fields=dict(state="paused", phase="", control="", pause_reason="quota: user", plan=WITH_WRAP_UP, cause=""),
+    control="grant",
+)
+@example(
+    fields=dict(state="paused", phase="", control="", pause_reason="worker lost", plan=WITH_WRAP_UP, cause=""),
+    control="stop",
+)
 def test_it_accepts_exactly_the_controls_it_shows(fields, control, tmp_path):
     with transaction.atomic():
         run = a_run(fields, tmp_path)
