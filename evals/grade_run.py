@@ -36,6 +36,7 @@ from runs.engine import finish_run
 from runs.fitting import with_margin
 from runs.ledger import ledger_direct_entry
 from runs.models import LedgerEntry, PassStop, Phase, Run, RunState
+from runs.states import Control
 from rysh_site import metrics
 from spend import quotas
 
@@ -68,7 +69,7 @@ def case_run_paused(run: Run, reason: str) -> None:
     if not CaseResult.objects.filter(run=run, state=CaseState.PENDING).exists():
         return
     # paused -> finished once: a person's continue (or another receiver) meanwhile wins
-    if Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(control="stop") != 1:
+    if Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(control=Control.STOP) != 1:
         return
     run.refresh_from_db()
     finish_run(run, f"{EVAL_ENDED}({reason})")
