@@ -13,7 +13,7 @@ from catalogue.models import Recipe
 from catalogue.recipe import RecipeError, parse_recipe
 from catalogue.selectors import recipe_catalogue
 from catalogue.spec import FOLDERS, Kind
-from runs.cli.recipes import check_report
+from runs.checks import check_report
 
 router = Router(tags=["recipes"])
 MAX_TEXT = 256 * 1024

@@ -19,15 +19,14 @@ from catalogue.models import Recipe
 from catalogue.recipe import NAME_RE
 from catalogue.spec import Kind
 from runs import services
-from runs.cli.controls import OVERRIDE_OPTIONS
+from runs.arming import RUN_OPTION_NAMES
 from runs.models import ACTIVE_STATES, Approval, ApprovalState, Run, RunState
 from runs.selectors import controls_for, run_history, run_passes
 from rysh_site.filters import filter_given
 
 router = Router(tags=["runs"])
 MAX_LIMIT = 500
-Override = Literal["budget", "steps", "duration", "passes", "total", "total_duration", "takeover_when"]
-assert set(Override.__args__) == set(OVERRIDE_OPTIONS)  # the CLI's per-run overrides, no more
+Override = Literal[RUN_OPTION_NAMES]  # the per-run overrides (runs/arming.py RUN_OPTIONS), no more
 
 
 class StartIn(Schema):
