@@ -23,6 +23,7 @@ from cli.mcp import mcp_cli
 from cli.spend import price_cli, quota_cli
 from runs import services
 from runs.arming import RUN_OPTIONS
+from rysh_site import __version__
 
 ACTIONS = [
     "run",
@@ -74,6 +75,10 @@ class Command(BaseCommand):
         "auto quota set|list|rm ...; auto price set|list|rm ...; auto mcp add|list|rm|test ...; "
         "auto eval RECIPE|PATH [--case C] [--result] [--json]"
     )
+
+    def get_version(self) -> str:
+        """`auto --version`: the dashboard's version (rysh_site/__init__.py), not Django's."""
+        return __version__
 
     def add_arguments(self, parser):
         parser.add_argument("kind", choices=[kind.value for kind in Kind] + list(SPEND) + [EVAL])
