@@ -6,7 +6,7 @@ page does.
 Chromium hands the proxy each host as it canonicalised it (2130706433, 0x7f000001 and 127.1 all
 arrive as 127.0.0.1). The proxy refuses a host outside the recipe's `allowed_domains`; resolves
 a name once and refuses it when any of its addresses is loopback, private, link-local… (the
-networks of task_tools.REFUSED_NETWORKS), unless an admin named that host
+networks of rysh_site/egress.py REFUSED_NETWORKS), unless an admin named that host
 (RYSH_BROWSER_ALLOW_PRIVATE_HOSTS, with this dashboard's own host:port); and connects to the
 very addresses it checked, so DNS rebinding gains nothing. Nothing else leaves: the browser's
 own resolver knows no host, and WebRTC may not use UDP outside a proxy.
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from agents.domains import canonical_host, host_allowed, private_host_allowed
-from agents.task_tools import REFUSED_NETWORKS, refused_because
+from rysh_site.egress import REFUSED_NETWORKS, connect_checked, first_refusal, refused_because
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +82,10 @@ def judge(
         return Verdict(f"{host} does not resolve ({exc})", "unresolved")
     if private_host_allowed(host, port, private_hosts):
         return Verdict(infos=infos)
-    for *_ignored, sockaddr in infos:
-        why = refused_because(str(sockaddr[0]), refused)
-        if why:
-            resolved = "" if host == sockaddr[0] else f" (it resolves to {sockaddr[0]})"
-            return Verdict(f"{host_port(host, port)}{resolved} is {why}", "private")
+    if found := first_refusal(infos, refused):
+        address, why = found
+        resolved = "" if host == address else f" (it resolves to {address})"
+        return Verdict(f"{host_port(host, port)}{resolved} is {why}", "private")
     return Verdict(infos=infos)
 
 
@@ -277,17 +276,13 @@ def _table_address(address: tuple) -> str:
 
 
 def _connect(infos: list) -> socket.socket | None:
-    """A connection to the first of the checked addresses that answers."""
-    for family, kind, proto, _name, sockaddr in infos:
-        sock = socket.socket(family, kind, proto)
-        try:
-            sock.settimeout(CONNECT_TIMEOUT)
-            sock.connect(sockaddr)
-            sock.settimeout(None)
-            return sock
-        except OSError:
-            sock.close()
-    return None
+    """A connection to the first of the checked addresses that answers (rysh_site/egress.py)."""
+    try:
+        sock = connect_checked(infos, host="", prepare=lambda sock: sock.settimeout(CONNECT_TIMEOUT))
+    except OSError:
+        return None
+    sock.settimeout(None)
+    return sock
 
 
 def _relay(a: socket.socket, b: socket.socket) -> None:

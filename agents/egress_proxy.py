@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from agents.domains import canonical_host, host_port_listed
 from agents.egress import HANDSHAKE_TIMEOUT, Egress, Resolve, Verdict, _connect, _relay, host_port, judge
-from agents.task_tools import REFUSED_NETWORKS
+from rysh_site.egress import REFUSED_NETWORKS
 
 ALLOW_SETTING = "RYSH_SETUP_ALLOW_HOSTS"
 PRIVATE_SETTING = "RYSH_SETUP_ALLOW_PRIVATE_HOSTS"

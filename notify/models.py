@@ -6,12 +6,12 @@ in full: pages read `url_masked` and `secret_masked`.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
 from catalogue.recipe import NAME_RE
 from notify.transport import BadURL, parse_url
+from rysh_site.models import Stamped
 
 MASK = "••••"
 # A webhook's signing secret: at least this many bytes (the Standard Webhooks convention's
@@ -25,7 +25,7 @@ class ChannelKind(models.TextChoices):
     EMAIL = "email", "email"
 
 
-class Channel(models.Model):
+class Channel(Stamped):
     # the name a recipe's `notify:` uses: the same words as recipe names
     name = models.CharField(
         max_length=60,
@@ -40,11 +40,7 @@ class Channel(models.Model):
     recipients = models.TextField(blank=True)  # email: addresses, comma-separated
     events = models.JSONField(default=list)  # the event codes this channel always gets
     enabled = models.BooleanField(default=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    # created_by, created_at, updated_at: Stamped (rysh_site/models.py)
 
     class Meta:
         ordering = ["name"]

@@ -6,7 +6,7 @@
   form calls it when a URL is saved, and every delivery again, so a URL stored before these
   checks fails its delivery ("bad URL") instead of a page.
 - Internal addresses are refused, the same ones as for the model's http_get
-  (agents/task_tools.py's REFUSED_NETWORKS: loopback, private, shared, link-local with the cloud
+  (rysh_site/egress.py's REFUSED_NETWORKS: loopback, private, shared, link-local with the cloud
   metadata address, multicast, reserved; IPv4 inside IPv6 too). Otherwise a channel aimed at
   10.0.0.5:22 would make the delivery log, which operators read, a port scanner of the internal
   network. When a URL is saved, a host written as an address (or `localhost`) is judged without
@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from agents.task_tools import refused_because
+from rysh_site.egress import first_refusal, guarded_connection
 from rysh_site.env import HOST_NAME
 
 
@@ -138,7 +138,8 @@ def refused_without_dns(target: Target) -> str | None:
         infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
     except (OSError, UnicodeError):  # a name, not an address
         return None
-    return next((why for *_, sockaddr in infos if (why := refused_because(str(sockaddr[0])))), None)
+    found = first_refusal(infos)
+    return found[1] if found else None
 
 
 class Deadline:
@@ -226,26 +227,16 @@ def resolve(host: str, port: int, deadline: Deadline) -> list:
 def guarded_connector(target: Target, deadline: Deadline):
     """socket.create_connection for http.client: resolve once, refuse (AddressRefused) when any
     address is internal and the host is not allowed, then connect to an address that was
-    checked, all within the deadline (http.client's own timeout is not used)."""
+    checked, all within the deadline (http.client's own timeout is not used): the one guarded
+    connection of rysh_site/egress.py."""
 
-    def create_connection(address, timeout=None, source_address=None, **_):
-        host, port = address
-        infos = resolve(host, port, deadline)
-        if not target.allowed:
-            for *_ignored, sockaddr in infos:
-                if why := refused_because(str(sockaddr[0])):
-                    raise AddressRefused(why)
-        error: OSError | None = None
-        for family, kind, proto, _name, sockaddr in infos:
-            sock = socket.socket(family, kind, proto)
-            try:
-                sock.settimeout(deadline.left())
-                deadline.watch(sock)
-                sock.connect(sockaddr)
-                return sock
-            except OSError as exc:
-                error = exc
-                sock.close()
-        raise error or OSError(f"{host} resolves to no address")
+    def prepare(sock: socket.socket) -> None:
+        sock.settimeout(deadline.left())
+        deadline.watch(sock)
 
-    return create_connection
+    return guarded_connection(
+        refusal=lambda host, address, why: AddressRefused(why),
+        resolve=lambda host, port: resolve(host, port, deadline),
+        prepare=prepare,
+        check=not target.allowed,
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from rysh_site.models import Dated
+
 
 class ChangeState(models.TextChoices):
     OPEN = "open"
@@ -25,7 +27,7 @@ class ChangeAction(models.TextChoices):
     DELETE = "delete"
 
 
-class ChangeRequest(models.Model):
+class ChangeRequest(Dated):
     title = models.CharField(max_length=300)
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="change_requests"
@@ -53,8 +55,7 @@ class ChangeRequest(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     merged_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    # created_at, updated_at: Dated (rysh_site/models.py)
 
     class Meta:
         db_table = "automations_changerequest"  # named before the apps split (see migrations/0001)

@@ -7,6 +7,7 @@ snapshotted on the Run for display).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from budgets.efforts import EFFORTS
@@ -15,16 +16,41 @@ from budgets.units import format_tokens, parse_duration, parse_tokens
 from catalogue.recipe import normal_workdir, parse_recipe, render
 from catalogue.spec import RecipeSpec
 
+
+@dataclasses.dataclass(frozen=True)
+class RunOption:
+    """A per-run override a person may give: `--NAME` on the command line, `overrides.NAME` in
+    the API, and where it lands in the spec (docs/command-line.md). Given as text ("200p",
+    "7m", "3"): `parse` turns it into the spec's value."""
+
+    name: str
+    part: str  # "do" or "loop_while"
+    field: str
+    parse: Callable[[str], Any]
+    help: str
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.name.replace('_', '-')}"
+
+    @property
+    def dest(self) -> str:
+        return f"override_{self.name}"
+
+
+# THE list of per-run overrides: the CLI's options and the API's schema are built from it
+RUN_OPTIONS = (
+    RunOption("budget", "do", "budget_size", parse_tokens, "per-run override of budget"),
+    RunOption("steps", "do", "max_iterations", int, "per-run override of steps"),
+    RunOption("duration", "do", "max_duration", parse_duration, "per-run override of duration"),
+    RunOption("passes", "loop_while", "max_iterations", int, "per-run override of passes"),
+    RunOption("total", "loop_while", "budget", parse_tokens, "per-run override of total"),
+    RunOption("total_duration", "loop_while", "max_duration", parse_duration, "per-run override of total_duration"),
+    RunOption("takeover_when", "do", "takeover_when", int, "per-run override of takeover_when"),
+)
+RUN_OPTION_NAMES = tuple(option.name for option in RUN_OPTIONS)
 # per-run override -> (where in the spec, how to parse it)
-OVERRIDES = {
-    "budget": ("do", "budget_size", parse_tokens),
-    "steps": ("do", "max_iterations", int),
-    "duration": ("do", "max_duration", parse_duration),
-    "takeover_when": ("do", "takeover_when", int),
-    "passes": ("loop_while", "max_iterations", int),
-    "total": ("loop_while", "budget", parse_tokens),
-    "total_duration": ("loop_while", "max_duration", parse_duration),
-}
+OVERRIDES = {option.name: (option.part, option.field, option.parse) for option in RUN_OPTIONS}
 
 # `--workdir DIR` (docs/coding-loops.md): kept with the other overrides on the run, so every
 # worker re-arms its copy in the same folder

@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "accounts",  # company login (OpenID Connect) and the local-login switch: docs/login.md
     "evals",  # a recipe's tests: eval cases, suites, the review gate (docs/evals.md)
     "ops",  # operating it: health probes, metrics, traces, retention (docs/operations.md)
+    "cli",  # the `auto` command, one module of verbs per domain (docs/command-line.md)
 ]
 
 MIDDLEWARE = [

@@ -16,7 +16,7 @@ import os
 from django.core.exceptions import ImproperlyConfigured
 
 from agents.domains import split_host_port
-from agents.task_tools import refused_because
+from rysh_site.egress import refused_because
 from rysh_site.env import HOST_PORT_ENTRY
 
 ALLOW = "RYSH_SETUP_ALLOW_HOSTS"

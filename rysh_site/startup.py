@@ -27,6 +27,8 @@ def database_missing(argv: list[str]) -> str | None:
     there. None for any other command, `check`, a PostgreSQL DATABASE_URL, or settings of one's own."""
     if argv[1:2] != ["auto"] or argv[3:4] == ["check"] or os.environ.get("DATABASE_URL"):
         return None  # `auto <kind> check` reads a recipe: it runs anywhere, a recipes repository's CI too
+    if "--version" in argv[2:]:
+        return None  # `auto --version` reads nothing but the project's version
     if os.environ.get("DJANGO_SETTINGS_MODULE", DEFAULT_SETTINGS) != DEFAULT_SETTINGS:
         return None
     database = data_dir() / "db.sqlite3"

@@ -17,6 +17,7 @@ from django.db import models
 from budgets.prices import Price
 from budgets.quota import DAY, MONTH, ROLLING, Standing, from_micros
 from budgets.units import format_tokens
+from rysh_site.models import Stamped
 
 
 class Scope(models.TextChoices):
@@ -34,7 +35,7 @@ class Window(models.TextChoices):
 WINDOW_NOUN = {DAY: "today's", MONTH: "this month's", ROLLING: "the last 24 h's"}
 
 
-class Quota(models.Model):
+class Quota(Stamped):
     scope = models.CharField(max_length=20, choices=Scope.choices)
     target = models.CharField(max_length=210, blank=True)  # recipe scope: kind/name
     user = models.ForeignKey(
@@ -49,11 +50,7 @@ class Quota(models.Model):
     used_micros = models.BigIntegerField(default=0)
     reserved_tokens = models.BigIntegerField(default=0)
     reserved_micros = models.BigIntegerField(default=0)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    # created_by, created_at, updated_at: Stamped (rysh_site/models.py)
 
     class Meta:
         ordering = ["scope", "target", "user_id", "window"]

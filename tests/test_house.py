@@ -1,7 +1,7 @@
 """The house keeps rooms that fit in a head (docs/layout.md): no class over 250 lines in the engine
 (runs/engine*.py, a loop of small collaborators), the browser (agents/browser*.py, split along
-its seams) or the `auto` command (runs/management/commands/auto.py and the verbs it dispatches
-to, runs/cli/)."""
+its seams) or the `auto` command (cli/management/commands/auto.py and the verbs it dispatches
+to, cli/)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ def house_files() -> list[Path]:
         [
             *ROOT.glob("runs/engine*.py"),
             *ROOT.glob("agents/browser*.py"),
-            ROOT / "runs/management/commands/auto.py",
-            *(ROOT / "runs/cli").glob("*.py"),
+            ROOT / "cli/management/commands/auto.py",
+            *(ROOT / "cli").glob("*.py"),
         ]
     )
 
@@ -43,8 +43,8 @@ def test_it_measures_a_class_from_its_decorator_to_its_last_line(tmp_path):
 
 def test_it_looks_at_the_engine_the_browser_and_the_auto_command():
     names = {str(path.relative_to(ROOT)) for path in house_files()}
-    assert {"runs/engine.py", "agents/browser.py", "runs/management/commands/auto.py"} <= names
-    assert any(name.startswith("runs/cli/") for name in names)
+    assert {"runs/engine.py", "agents/browser.py", "cli/management/commands/auto.py"} <= names
+    assert any(name.startswith("cli/") and name.count("/") == 1 for name in names)
 
 
 def test_no_class_in_the_engine_the_browser_or_the_auto_command_runs_over_250_lines():
@@ -58,6 +58,6 @@ def test_no_class_in_the_engine_the_browser_or_the_auto_command_runs_over_250_li
 
 
 def test_every_action_of_auto_has_its_verb():
-    from runs.management.commands.auto import ACTIONS, VERBS  # the command loads Django's models
+    from cli.management.commands.auto import ACTIONS, VERBS  # the command loads Django's models
 
     assert sorted(VERBS) == sorted(ACTIONS)

@@ -16,6 +16,7 @@ PACKAGES = (
     "audit",
     "budgets",
     "catalogue",
+    "cli",
     "demo_site",
     "evals",
     "notify",
@@ -50,6 +51,7 @@ LAYERS = (
     "ops",  # operating it: probes, metrics, traces, retention read every app below
     "demo_site",
     "api",  # the front door: its tokens sit on every app; its endpoints are edges (views)
+    "cli",  # the `auto` command: an edge on top of everything, which nothing else imports
 )
 EDGE_PARTS = {"views", "urls", "consumers", "routing", "management", "admin", "cli", "asgi", "wsgi"}
 
@@ -98,7 +100,8 @@ def is_edge(module: str) -> bool:
     """A page, URL map, socket, CLI verb or admin: the top of every app."""
     parts = module.split(".")
     return (
-        bool(EDGE_PARTS & set(parts[1:]))
+        parts[0] == "cli"
+        or bool(EDGE_PARTS & set(parts[1:]))
         or parts[:2] in (["rysh_site", "settings"], ["rysh_site", "urls"])
         or (parts[0] == "rysh_site" and len(parts) > 1 and parts[1].startswith("settings"))
     )
@@ -229,6 +232,26 @@ def test_every_app_has_its_layer():
 
 def test_the_apps_import_one_way_down_the_layers():
     assert layer_breaks(graph(modules())) == []
+
+
+def test_nothing_but_the_cli_imports_the_cli():
+    """The API and the pages share services and selectors with the command line, never its verbs."""
+    edges = graph(modules())
+    assert [
+        f"{name} -> {target}"
+        for name, targets in sorted(edges.items())
+        if not name.startswith("cli")
+        for target in sorted(targets)
+        if target == "cli" or target.startswith("cli.")
+    ] == []
+
+
+def test_it_takes_the_cli_for_an_edge_on_top():
+    assert is_edge("cli.runs") and is_edge("cli.management.commands.auto")
+    assert layer_breaks({"runs.services": {"cli.runs"}}) == [
+        "runs imports cli, which sits above it: runs.services -> cli.runs",
+        "runs.services imports the edge cli.runs",
+    ]
 
 
 def test_it_has_no_import_inside_a_function_without_a_reason():

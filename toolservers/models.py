@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import re
 
-from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+
+from rysh_site.models import Stamped
 
 MASK = "••••"
 # a server's name starts its tools' names (`tracker__add_comment`), which the Messages API
@@ -29,7 +30,7 @@ class Transport(models.TextChoices):
     HTTP = "http", "streamable HTTP (a URL)"
 
 
-class ToolServer(models.Model):
+class ToolServer(Stamped):
     name = models.CharField(
         max_length=30, unique=True, validators=[RegexValidator(SERVER_NAME_RE, SERVER_NAME_EXPECTED)]
     )
@@ -43,11 +44,7 @@ class ToolServer(models.Model):
     problems = models.TextField(blank=True)  # tools left out at the last listing, and why
     listed_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=500, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    # created_by, created_at, updated_at: Stamped (rysh_site/models.py)
 
     class Meta:
         ordering = ["name"]

@@ -3,9 +3,12 @@ approve|reject` over HTTP."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Router, Schema
+from ninja import Field, Router, Schema
 
 from api.views.common import acting, refused
 from runs import services
@@ -18,6 +21,31 @@ LIMIT = 200
 
 class AnswerIn(Schema):
     reason: str = ""
+
+
+class ApprovalOut(Schema):
+    id: int
+    run: int
+    target: str
+    pass_: int | None = Field(alias="pass")
+    step: int | None
+    tool: str
+    call: str
+    input: Any
+    pattern: str
+    state: str
+    reason: str
+    created_at: datetime
+    expires_at: datetime | None
+
+
+class ApprovalListOut(Schema):
+    approvals: list[ApprovalOut]
+
+
+class AnswerOut(Schema):
+    message: str
+    approval: ApprovalOut
 
 
 def approval_row(approval: Approval) -> dict:
@@ -38,7 +66,7 @@ def approval_row(approval: Approval) -> dict:
     }
 
 
-@router.get("/approvals")
+@router.get("/approvals", response=ApprovalListOut, by_alias=True)
 def approval_list(request: HttpRequest):
     """Every pending approval across runs, the soonest to expire first. Scope: read."""
     with acting(request, "read"):
@@ -58,13 +86,13 @@ def _answer(request: HttpRequest, approval_id: int, payload: AnswerIn, approved:
         return {"message": said, "approval": approval_row(approval)}
 
 
-@router.post("/approvals/{approval_id}/approve")
+@router.post("/approvals/{approval_id}/approve", response=AnswerOut, by_alias=True)
 def approval_approve(request: HttpRequest, approval_id: int, payload: AnswerIn | None = None):
     """Let the waiting call go ahead; `reason` is optional. Scope: operate."""
     return _answer(request, approval_id, payload or AnswerIn(), approved=True)
 
 
-@router.post("/approvals/{approval_id}/reject")
+@router.post("/approvals/{approval_id}/reject", response=AnswerOut, by_alias=True)
 def approval_reject(request: HttpRequest, approval_id: int, payload: AnswerIn | None = None):
     """Refuse the waiting call; the agent is told, with `reason`. Scope: operate."""
     return _answer(request, approval_id, payload or AnswerIn(), approved=False)

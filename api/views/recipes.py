@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
@@ -13,7 +15,7 @@ from catalogue.models import Recipe
 from catalogue.recipe import RecipeError, parse_recipe
 from catalogue.selectors import recipe_catalogue
 from catalogue.spec import FOLDERS, Kind
-from runs.cli.recipes import check_report
+from runs.checks import check_report
 
 router = Router(tags=["recipes"])
 MAX_TEXT = 256 * 1024
@@ -24,6 +26,50 @@ class CheckIn(Schema):
     name: str = "recipe"
     text: str
     args: list[str] = []
+
+
+class RecipeOut(Schema):
+    kind: str
+    name: str
+    target: str
+    path: str
+    description: Any
+    runnable: bool
+    newest_broken: bool
+    commit: str
+    plan: dict[str, Any]
+
+
+class RecipeListOut(Schema):
+    recipes: list[RecipeOut]
+
+
+class WorstCaseOut(Schema):
+    tokens: int
+    dollars: str | None
+    text: str
+    money_text: str
+    models: list[str]
+
+
+class ReportOut(Schema):
+    """What `auto <kind> check` says (runs/checks.py); a field is left out when it does not apply."""
+
+    errors: list[str] = []
+    plan_lines: list[str] = []
+    worst_case: WorstCaseOut | None = None
+    quota_lines: list[str] = []
+    model_notes: list[str] = []
+    warnings: list[str] = []
+
+
+class RecipeDetailOut(RecipeOut, ReportOut):
+    args: list[str] = []
+
+
+class CheckOut(ReportOut):
+    ok: bool
+    target: str
 
 
 def _summary(recipe: Recipe) -> dict:
@@ -43,7 +89,7 @@ def _summary(recipe: Recipe) -> dict:
     }
 
 
-@router.get("/recipes")
+@router.get("/recipes", response=RecipeListOut)
 def recipe_list(request: HttpRequest, kind: Kind | None = None, q: str = ""):
     """Every active recipe, with the plan figures computed at sync. Scope: read."""
     with acting(request, "read"):
@@ -55,7 +101,7 @@ def recipe_list_of(*, kind: str = "", q: str = "") -> dict:
     return {"recipes": [_summary(r) for r in recipe_catalogue(kind=kind, q=q)]}
 
 
-@router.get("/recipes/{kind}/{name}")
+@router.get("/recipes/{kind}/{name}", response=RecipeDetailOut, exclude_unset=True)
 def recipe_show(request: HttpRequest, kind: Kind, name: str):
     """One recipe: its plan lines, its worst case, the quota lines for a run started by the
     token's owner, its models and warnings; a broken newest version's errors. Scope: read."""
@@ -78,7 +124,7 @@ def recipe_detail(*, kind: str, name: str, owner) -> dict:
     return {**shown, "args": list(spec.args), **report}
 
 
-@router.post("/recipes/check")
+@router.post("/recipes/check", response=CheckOut, exclude_unset=True)
 def recipe_check(request: HttpRequest, payload: CheckIn):
     """A recipe text, checked as `auto <kind> check` checks a file: 200 with its plan, worst
     case, quota lines and warnings, or 400 with each error as `file:line field: expected …,

@@ -5,12 +5,12 @@ each calling the same service the CLI and the pages call."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date
-from typing import Literal
+from datetime import date, datetime
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
 
 from api.views.common import ApiError, acting, refused
 from budgets.plan import Grant as PlanGrant
@@ -19,7 +19,7 @@ from catalogue.models import Recipe
 from catalogue.recipe import NAME_RE
 from catalogue.spec import Kind
 from runs import services
-from runs.cli.controls import OVERRIDE_OPTIONS
+from runs.arming import RUN_OPTION_NAMES
 from runs.models import ACTIVE_STATES, Approval, ApprovalState, Run, RunState
 from runs.selectors import run_history, run_passes
 from runs.states import allowed_controls
@@ -27,8 +27,7 @@ from rysh_site.filters import filter_given
 
 router = Router(tags=["runs"])
 MAX_LIMIT = 500
-Override = Literal["budget", "steps", "duration", "passes", "total", "total_duration", "takeover_when"]
-assert set(Override.__args__) == set(OVERRIDE_OPTIONS)  # the CLI's per-run overrides, no more
+Override = Literal[RUN_OPTION_NAMES]  # the per-run overrides (runs/arming.py RUN_OPTIONS), no more
 
 
 class StartIn(Schema):
@@ -47,6 +46,85 @@ class GrantIn(Schema):
     passes: int = 0
     total: str = ""  # 200p, 4b
     time: str = ""  # 30m, 1h30m
+
+
+class RunSummaryOut(Schema):
+    id: int
+    target: str
+    kind: str
+    name: str
+    args: list[Any]
+    state: str
+    state_label: str
+    phase: str
+    cause: str
+    finished: bool
+    pass_: int = Field(alias="pass")
+    passes_planned: Any
+    last_verdict: str
+    tokens_counted: int
+    cost: str | None
+    provider: str
+    started_by: str | None
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    resumed_from: int | None
+
+
+class RunListOut(Schema):
+    runs: list[RunSummaryOut]
+
+
+class PassOut(Schema):
+    number: int
+    phase: str
+    verdict: str
+    reason: str
+    takeover_used: bool
+    task_stop: str
+    wrap_up_stop: str
+    result_file: str
+    tokens_counted: int
+    steps: int
+    started_at: datetime | None
+    ended_at: datetime | None
+
+
+class TokensOut(Schema):
+    counted: int
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+
+
+class RunDetailOut(RunSummaryOut):
+    pause_reason: str
+    control_pending: str
+    executor_model: str
+    judge_model: str
+    tokens: TokensOut
+    plan: dict[str, Any]
+    output_dir: str
+    controls: list[str]
+    approval_pending: int | None
+    passes: list[PassOut]
+
+
+class StartDryRunOut(Schema):
+    dry_run: bool
+    lines: list[str]
+
+
+class StartedOut(Schema):
+    dry_run: bool
+    run: RunSummaryOut
+
+
+class ControlOut(Schema):
+    message: str
+    run: RunSummaryOut
 
 
 def run_summary(run: Run) -> dict:
@@ -115,7 +193,7 @@ def run_detail(run: Run) -> dict:
     }
 
 
-@router.get("/runs")
+@router.get("/runs", response=RunListOut, by_alias=True)
 def run_list(
     request: HttpRequest,
     state: Literal["active", "finished", "any"] = "any",
@@ -146,7 +224,7 @@ def run_list(
         return {"runs": [run_summary(r) for r in runs]}
 
 
-@router.get("/runs/{run_id}")
+@router.get("/runs/{run_id}", response=RunDetailOut, by_alias=True)
 def run_show(request: HttpRequest, run_id: int):
     """One run: state, cause, passes with their verdicts and reasons, tokens and cost, the
     controls that apply now. Scope: read."""
@@ -154,7 +232,7 @@ def run_show(request: HttpRequest, run_id: int):
         return run_detail(run_of(run_id))
 
 
-@router.post("/runs", response={200: dict, 201: dict})
+@router.post("/runs", response={200: StartDryRunOut, 201: StartedOut}, by_alias=True)
 def run_start(request: HttpRequest, payload: StartIn):
     """Start a run of a catalogue recipe (`auto <kind> run NAME ARGS…`). With `dry_run: true`
     the answer is the preview (prompt, plan, quotas) and nothing is changed. Scope: operate."""
@@ -222,31 +300,31 @@ def _controlled(run_id: int, call: Callable[[Run], str]) -> dict:
     return {"message": said, "run": run_summary(run)}
 
 
-@router.post("/runs/{run_id}/stop")
+@router.post("/runs/{run_id}/stop", response=ControlOut, by_alias=True)
 def run_stop(request: HttpRequest, run_id: int):
     """Graceful: the pass in flight finishes, is not judged, the run ends. Scope: operate."""
     return _control(request, run_id, services.run_stop)
 
 
-@router.post("/runs/{run_id}/cancel")
+@router.post("/runs/{run_id}/cancel", response=ControlOut, by_alias=True)
 def run_cancel(request: HttpRequest, run_id: int):
     """Interrupt now; the conversation is kept (`paused(cancelled)`). Scope: operate."""
     return _control(request, run_id, services.run_cancel)
 
 
-@router.post("/runs/{run_id}/continue")
+@router.post("/runs/{run_id}/continue", response=ControlOut, by_alias=True)
 def run_continue(request: HttpRequest, run_id: int):
     """A paused run picks up from its checkpoint. Scope: operate."""
     return _control(request, run_id, services.run_continue)
 
 
-@router.post("/runs/{run_id}/land")
+@router.post("/runs/{run_id}/land", response=ControlOut, by_alias=True)
 def run_land(request: HttpRequest, run_id: int):
     """Hand the wheel to the wrap-up prompt now. Scope: operate."""
     return _control(request, run_id, services.run_land)
 
 
-@router.post("/runs/{run_id}/resume", response={201: dict})
+@router.post("/runs/{run_id}/resume", response={201: ControlOut}, by_alias=True)
 def run_resume(request: HttpRequest, run_id: int):
     """A fresh run seeded with this one's latest result; the answer is the new run. Scope: operate."""
     with acting(request, "operate") as owner:
@@ -258,7 +336,7 @@ def run_resume(request: HttpRequest, run_id: int):
         return Status(201, {"message": f"run #{new.pk} started, resuming run #{previous.pk}", "run": run_summary(new)})
 
 
-@router.post("/runs/{run_id}/grant")
+@router.post("/runs/{run_id}/grant", response=ControlOut, by_alias=True)
 def run_grant(request: HttpRequest, run_id: int, payload: GrantIn):
     """More passes, outer total or outer time for a run that ended at an outer ceiling; it
     goes on as the same run. Scope: operate."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime
+
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Schema
 
 from api.views.common import ApiError, acting
 from budgets.quota import from_micros
@@ -14,11 +16,72 @@ from spend.selectors import quota_bars, totals
 router = Router(tags=["spend"])
 
 
+class SpendRowOut(Schema):
+    bucket: date
+    who: str
+    tokens: int | None
+    cache_read: int | None
+    cost: str | None
+    calls: int
+    unpriced: int | None
+    offline: int | None
+
+
+class SpendTotalOut(Schema):
+    who: str
+    tokens: int
+    cost: str | None
+    calls: int
+    cache_read: int
+    unpriced: int
+    offline: int
+
+
+class SpendOut(Schema):
+    by: str
+    period: str
+    since: date
+    until: date
+    rows: list[SpendRowOut]
+    totals: list[SpendTotalOut]
+
+
+class TokensOut(Schema):
+    limit: int | None
+    used: int
+    reserved: int
+    left: int | None
+
+
+class DollarsOut(Schema):
+    limit: str | None
+    used: str | None
+    reserved: str | None
+    left: str | None
+
+
+class QuotaOut(Schema):
+    id: int
+    quota: str
+    scope: str
+    target: str
+    user: str | None
+    window: str
+    tokens: TokensOut
+    dollars: DollarsOut
+    full: bool
+    resets_at: datetime | None
+
+
+class QuotasOut(Schema):
+    quotas: list[QuotaOut]
+
+
 def _money(micros: int | None) -> str | None:
     return None if micros is None else str(from_micros(micros))
 
 
-@router.get("/spend")
+@router.get("/spend", response=SpendOut)
 def spend(request: HttpRequest, by: str = "recipe", period: str = "day", since: str = "", until: str = ""):
     """Counted tokens, dollars and calls per day or month and recipe or person (`by`), from
     `since` to `until` (YYYY-MM-DD; the last 30 days per day, 12 months per month, by
@@ -51,7 +114,7 @@ def spend(request: HttpRequest, by: str = "recipe", period: str = "day", since: 
         }
 
 
-@router.get("/quotas")
+@router.get("/quotas", response=QuotasOut)
 def quotas(request: HttpRequest):
     """Every quota in its current window: limits, used, reserved for calls in flight, left,
     and when the window resets. Scope: read."""

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agents import egress
 from agents.egress import Egress, judge
-from agents.task_tools import refused_because
+from rysh_site.egress import refused_because
 from tests.agents.test_browser_egress import fake_resolver
 
 NOBODY = 65534

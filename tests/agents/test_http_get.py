@@ -10,8 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agents import task_tools
-from agents.task_tools import HTTP_CAP, HTTP_MAX_REDIRECTS, REFUSED_NETWORKS, TaskTools, http_get, refused_because
+from agents.task_tools import HTTP_CAP, HTTP_MAX_REDIRECTS, TaskTools, http_get
+from rysh_site import egress
+from rysh_site.egress import REFUSED_NETWORKS, refused_because
 
 # The guard with loopback allowed, so the first hop may reach the test server.
 LOOPBACK_OK = tuple(pair for pair in REFUSED_NETWORKS if pair[0] != ipaddress.ip_network("127.0.0.0/8"))
@@ -194,7 +195,7 @@ def test_a_name_with_any_refused_address_is_refused(server, connects, monkeypatc
             ]
         return real(host, *args, **kwargs)
 
-    monkeypatch.setattr(task_tools.socket, "getaddrinfo", resolve)
+    monkeypatch.setattr(egress.socket, "getaddrinfo", resolve)
     result = http_get(url(server, "/to-mixed"), refused=LOOPBACK_OK)
     assert result.is_error and "refused mixed.example" in result.content and "10.1.2.3" in result.content
     assert connects == ["127.0.0.1"]
@@ -266,7 +267,7 @@ def test_other_spellings_of_a_loopback_literal_are_refused(server, connects, spe
 
 def test_a_name_resolving_to_nat64_is_refused(server, connects, monkeypatch):
     monkeypatch.setattr(
-        task_tools.socket,
+        egress.socket,
         "getaddrinfo",
         lambda host, port, *a, **k: [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("64:ff9b::a9fe:a9fe", port, 0, 0))],
     )

@@ -366,7 +366,7 @@ def test_an_empty_tools_list_is_refused_at_its_line():
 
 @pytest.mark.django_db
 def test_check_warns_about_an_approve_entry_naming_no_tool_the_recipe_is_offered():
-    from runs.cli.recipes import check_report
+    from runs.checks import check_report
 
     tracker = server_add(name="tracker", transport="stdio", command=stdio_command("tracker"))
     ToolServer.objects.filter(pk=tracker.pk).update(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from budgets.units import format_tokens
-from runs.cli.common import Cli
+from cli.common import Cli
 from runs.models import ACTIVE_STATES, Run, RunState
 from runs.selectors import live_rows
 

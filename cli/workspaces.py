@@ -7,7 +7,7 @@ from pathlib import PurePath
 
 from django.core.management.base import CommandError
 
-from runs.cli.common import Cli
+from cli.common import Cli
 from workspaces import services as workspace_services
 from workspaces.copies import CopyError
 from workspaces.models import Workspace

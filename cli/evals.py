@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 from budgets.prices import format_money
+from cli.common import Cli
 from evals.local import suite_drive_here
 from evals.models import CaseState, Suite, SuiteState
 from evals.services import SuiteRefused, suite_exit_code, suite_last, suite_plan, suite_regrade, suite_start
 from ops.health import workers_seen
-from runs.cli.common import Cli
 
 REFUSED = 2
 POLL_SECONDS = 0.5

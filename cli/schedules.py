@@ -6,8 +6,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
+from cli.common import Cli
 from runs import services
-from runs.cli.common import Cli
 from schedules import services as schedule_services
 from schedules.models import RecipeSchedule
 

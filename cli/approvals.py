@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from cli.common import Cli
 from runs import services
-from runs.cli.common import Cli
 
 
 def do_approve(cli: Cli, target, recipe_args, options):

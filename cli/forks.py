@@ -10,9 +10,9 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from cli.common import Cli
+from cli.runs import _started, wait
 from runs import compare, forks
-from runs.cli.common import Cli
-from runs.cli.controls import _started, wait
 from runs.forks_shown import as_data, compare_lines, lineage_said, plan_lines, same_recipe_problem
 from runs.models import Run
 

@@ -3,30 +3,19 @@ and `auto <kind> rejudge NAME` (a proposed judge over the recipe's last judged r
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from agents import models_api
-from agents.browser_tools import BROWSER_TOOL_NAMES
-from agents.coding_tools import BASH_TOOL, FILE_TOOL_NAMES
-from agents.task_tools import HTTP_TOOL, RESULT_TOOLS
-from budgets.plan import resolve
-from catalogue.checks import extra_issues
-from catalogue.plan_report import model_notes, models_for, plan_lines
-from catalogue.recipe import RecipeError, RecipeIssue, load_recipe, parse_recipe, unfilled_placeholders
-from catalogue.selectors import tokenizer_notes
-from catalogue.spec import Kind
+from catalogue.plan_report import models_for
+from catalogue.recipe import RecipeError, load_recipe, parse_recipe
 from catalogue.workdir import find_recipe
+from cli.common import Cli
 from evals.checks import case_check
 from evals.sources import cases_beside
 from runs import rejudge, services
-from runs.cli.common import Cli
-from runs.outlook import WorstCase, price_warnings, quota_lines
-from toolservers.checks import approve_warnings as mcp_approve_warnings
+from runs.checks import check_report
 
 
 def do_check(cli: Cli, target, recipe_args, options):
@@ -66,45 +55,6 @@ def do_check(cli: Cli, target, recipe_args, options):
             cli.stderr.write(str(error))
         raise CommandError(f"{len(case_errors)} error(s) in the eval cases of {target}")
     cli.stdout.write(f"ok: {spec.target} is valid")
-
-
-@dataclass
-class CheckReport:
-    """What `auto check` says of a recipe that parsed (the API's recipe show and check too):
-    the errors that need the database or the models list, else the plan, the models, the worst
-    case against each quota that applies, and the warnings."""
-
-    errors: list[RecipeIssue]
-    plan_lines: list[str] = field(default_factory=list)
-    model_lines: list[str] = field(default_factory=list)
-    quota_lines: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    worst: WorstCase | None = None
-
-
-def check_report(spec, *, recipe_args, user_id: int | None) -> CheckReport:
-    if extra := extra_issues(spec):  # what needs the database, e.g. notify: channels
-        return CheckReport(errors=extra)
-    plan = resolve(spec.do, spec.loop_while)
-    executor, judge = models_for(spec)
-    if issues := _model_issues(spec, executor, judge if plan.judge_tokens else None):
-        return CheckReport(errors=issues)
-    worst = WorstCase.of(plan, executor=executor, judge=judge)
-    return CheckReport(
-        errors=[],
-        plan_lines=plan_lines(spec, plan, executor=executor, judge=judge),
-        model_lines=model_notes(spec) + tokenizer_notes(spec, executor=executor, judge=judge),
-        quota_lines=quota_lines(target=spec.target, user_id=user_id, worst=worst),
-        warnings=[
-            *spec.warnings,
-            *plan.warnings,
-            *unfilled_placeholders(spec, recipe_args if recipe_args else None),
-            *_approve_warnings(spec),
-            *price_warnings(worst.models),
-            *_models_unchecked(),
-        ],
-        worst=worst,
-    )
 
 
 def do_rejudge(cli: Cli, target, recipe_args, options):
@@ -149,64 +99,6 @@ def do_rejudge(cli: Cli, target, recipe_args, options):
     )
     if done.cause != "done":
         raise CommandError(f"re-judge #{done.pk} ended: {done.cause}")
-
-
-MODEL_FIELDS = {"executor": ("loop.do.model", "model"), "judge": ("loop.while.judge_model", "judge_model")}
-MODEL_LINE = re.compile(r"""\s*(model|judge_model)\s*:\s*['"]?([^'"#\s]+)""")
-
-
-def _model_issues(spec, executor: str, judge: str | None) -> list[RecipeIssue]:
-    """With a key: a recipe error for each model the key cannot use, at the line naming it
-    (a model from the settings has no line: the setting is named instead)."""
-    issues = []
-    for role, model in (("executor", executor), ("judge", judge)):
-        problem = models_api.unusable([model]) if model else None
-        if problem:
-            issues.append(RecipeIssue(Path(spec.path).name, *_model_place(spec, role, model), problem))
-    return issues
-
-
-def _models_unchecked() -> list[str]:
-    """With a key whose list could not be read: say the models went unchecked (not an error)."""
-    problem = models_api.available_models().error if models_api.has_key() else None
-    return [f"models not checked: {problem}"] if problem else []
-
-
-def _model_place(spec, role: str, model: str) -> tuple[int | None, str]:
-    """(line, field) of where the recipe names the model."""
-    own = spec.do.model if role == "executor" else spec.loop_while.judge_model
-    top = spec.model if role == "executor" else spec.judge_model
-    if not (own or top):
-        return None, "RYSH_EXECUTOR_MODEL" if role == "executor" else "RYSH_JUDGE_MODEL"
-    field = MODEL_FIELDS[role][0 if own else 1]
-    name = field.rsplit(".", 1)[-1]
-    try:
-        lines = Path(spec.path).read_text().splitlines()
-    except OSError:
-        return None, field
-    for number, text in enumerate(lines, 1):
-        match = MODEL_LINE.match(text)
-        if match and match.group(1) == name and match.group(2) == model:
-            return number, field
-    return None, field
-
-
-def _approve_warnings(spec) -> list[str]:
-    """`approve:` entries that name no tool of this kind of recipe would never hold anything
-    (nor, for an MCP server's, a tool of it the recipe is offered: toolservers.checks)."""
-    known = {t["name"] for t in RESULT_TOOLS}
-    if spec.kind == Kind.WEB:
-        known |= BROWSER_TOOL_NAMES
-    elif spec.workdir is not None:
-        known |= {BASH_TOOL["name"], *FILE_TOOL_NAMES}
-    else:
-        known |= {HTTP_TOOL["name"]}
-    return [
-        f"approve: {entry!r} names no {spec.kind} tool ({', '.join(sorted(known))}), so it never holds anything"
-        for entry in spec.approve
-        if entry.partition(":")[0].partition("(")[0].strip() not in known
-        and entry.partition("__")[0] not in {use.server for use in spec.mcp}  # an MCP tool (`tracker__add_comment`)
-    ] + mcp_approve_warnings(spec)
 
 
 def rejudge_table(delta) -> list[str]:

@@ -7,7 +7,7 @@ from django.core.management.base import CommandError
 
 from agents import profiles
 from catalogue.spec import Kind
-from runs.cli.common import Cli
+from cli.common import Cli
 
 
 def do_profile(cli: Cli, target, recipe_args, options):

@@ -10,17 +10,17 @@ from django.core.management.base import CommandError
 
 from budgets.plan import Grant as PlanGrant
 from budgets.units import parse_duration, parse_tokens
+from cli.common import Cli
 from runs import services
-from runs.cli.common import Cli
+from runs.arming import RUN_OPTIONS
 from runs.judge import REPORT_NAME
 from runs.models import Run, RunEvent, RunState
 
-OVERRIDE_OPTIONS = ["budget", "steps", "duration", "passes", "total", "total_duration", "takeover_when"]
 SUCCESS_CAUSES = ("fulfilled", "done")
 
 
 def do_run(cli: Cli, target, recipe_args, options):
-    overrides = {k: options[f"override_{k}"] for k in OVERRIDE_OPTIONS if options[f"override_{k}"]}
+    overrides = {o.name: options[o.dest] for o in RUN_OPTIONS if options[o.dest]}
     result = services.run_start(
         kind=cli.kind,
         name_or_path=target,

@@ -1,6 +1,6 @@
 """`auto mcp add|list|rm|test` (docs/mcp.md): the CLI twin of the MCP servers page, for admins on
 the server. Returns the lines to print, or raises CommandError with the service's message;
-`auto` (runs/management/commands/auto.py) calls it. Secrets are never printed back."""
+`auto` (cli/management/commands/auto.py) calls it. Secrets are never printed back."""
 
 from __future__ import annotations
 

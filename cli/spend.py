@@ -1,6 +1,6 @@
 """`auto quota set|list|rm` and `auto price set|list|rm` (docs/spend.md): the CLI face of the spend
 services, for admins on the server. Each function returns the lines to print, or raises
-CommandError with the service's message; `auto` (runs/management/commands/auto.py) calls them.
+CommandError with the service's message; `auto` (cli/management/commands/auto.py) calls them.
 """
 
 from __future__ import annotations

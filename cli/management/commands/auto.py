@@ -5,8 +5,8 @@ Targets are recipe names (the active or latest run of that recipe; with the run'
 after the name when a coding recipe's runs go side by side), paths to recipe files for `run`
 and `check`, or run ids written `#12` or `12`.
 
-This module builds the parser and dispatches; the verbs live in runs/cli/ (one module per
-group) and, for quotas and prices, in spend/cli.py.
+This module builds the parser and dispatches; the verbs live in cli/ (one module per
+domain: runs, recipes, evals, forks, schedules, spend for quotas and prices, mcp, …).
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from audit.context import CLI, audit_context, cli_actor_name
 from catalogue.spec import Kind
+from cli import approvals, forks, profiles, reading, recipes, schedules, workspaces
+from cli import runs as controls
+from cli.common import Cli, database_problem, quiet_libraries
+from cli.evals import do_eval
+from cli.mcp import mcp_cli
+from cli.spend import price_cli, quota_cli
 from runs import services
-from runs.cli import approvals, controls, forks, profiles, reading, recipes, schedules, workspaces
-from runs.cli.common import Cli, database_problem, quiet_libraries
-from runs.cli.controls import OVERRIDE_OPTIONS
-from runs.cli.evals import do_eval
-from spend.cli import price_cli, quota_cli
-from toolservers.cli import mcp_cli
+from runs.arming import RUN_OPTIONS
+from rysh_site import __version__
 
 ACTIONS = [
     "run",
@@ -47,8 +49,8 @@ ACTIONS = [
     "compare",
 ]
 SPEND = {"quota": quota_cli, "price": price_cli, "mcp": mcp_cli}  # `auto quota …`, `auto price …`: no recipe kind
-SPEND_ACTIONS = ["set", "list", "rm", "add", "test"]  # add|test: `auto mcp …` (toolservers/cli.py)
-EVAL = "eval"  # `auto eval RECIPE|PATH …` (runs/cli/evals.py): the recipe or folder where an action goes
+SPEND_ACTIONS = ["set", "list", "rm", "add", "test"]  # add|test: `auto mcp …` (cli/mcp.py)
+EVAL = "eval"  # `auto eval RECIPE|PATH …` (cli/evals.py): the recipe or folder where an action goes
 VERBS = {
     **recipes.VERBS,
     **controls.VERBS,
@@ -73,6 +75,10 @@ class Command(BaseCommand):
         "auto quota set|list|rm ...; auto price set|list|rm ...; auto mcp add|list|rm|test ...; "
         "auto eval RECIPE|PATH [--case C] [--result] [--json]"
     )
+
+    def get_version(self) -> str:
+        """`auto --version`: the dashboard's version (rysh_site/__init__.py), not Django's."""
+        return __version__
 
     def add_arguments(self, parser):
         parser.add_argument("kind", choices=[kind.value for kind in Kind] + list(SPEND) + [EVAL])
@@ -128,10 +134,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--workdir", help="run: a coding recipe's agent works in this folder of the repository (not its workdir:)"
         )
-        for name in OVERRIDE_OPTIONS:
-            parser.add_argument(
-                f"--{name.replace('_', '-')}", dest=f"override_{name}", help=f"per-run override of {name}"
-            )
+        for option in RUN_OPTIONS:
+            parser.add_argument(option.flag, dest=option.dest, help=option.help)
 
     def handle(self, *args, kind, action, target, recipe_args, **options):
         if action != "check" and (problem := database_problem()):  # a check reads a recipe, not the database
