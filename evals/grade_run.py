@@ -31,9 +31,9 @@ from evals.models import CaseResult, CaseState, Suite, SuiteState
 from evals.reading import case_of
 from evals.rubric import RUBRIC_MAX_TOKENS, RUBRIC_SYSTEM, rubric_bound, rubric_messages
 from evals.signals import eval_failed, suite_finished
-from runs import judge as judging
 from runs.engine import finish_run
-from runs.fitting import with_margin
+from runs.engine import verdicts as judging
+from runs.engine.fitting import with_margin
 from runs.ledger import ledger_direct_entry
 from runs.models import LedgerEntry, PassStop, Phase, Run, RunState
 from rysh_site import metrics

@@ -16,8 +16,7 @@ from django.utils.timesince import timesince
 
 from budgets.plan import is_grantable
 from budgets.units import format_duration, format_tokens
-from runs import snapshots
-from runs.judge import result_files
+from runs.engine.verdicts import result_files
 from runs.models import (
     ACTIVE_STATES,
     Approval,
@@ -31,7 +30,8 @@ from runs.models import (
     StepStatus,
     WorkerBeat,
 )
-from runs.report import cache_hit_percent
+from runs.results import snapshots
+from runs.results.report import cache_hit_percent
 from rysh_site.filters import filter_given
 from spend.prices import FREE_MODELS
 from spend.selectors import start_of, zone

@@ -12,7 +12,7 @@ from budgets.plan import Grant as PlanGrant
 from budgets.units import parse_duration, parse_tokens
 from runs import services
 from runs.cli.common import Cli
-from runs.judge import REPORT_NAME
+from runs.engine.verdicts import REPORT_NAME
 from runs.models import Run, RunEvent, RunState
 
 OVERRIDE_OPTIONS = ["budget", "steps", "duration", "passes", "total", "total_duration", "takeover_when"]

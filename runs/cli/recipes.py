@@ -23,9 +23,10 @@ from catalogue.spec import Kind
 from catalogue.workdir import find_recipe
 from evals.checks import case_check
 from evals.sources import cases_beside
-from runs import rejudge, services
+from runs import services
 from runs.cli.common import Cli
 from runs.outlook import WorstCase, price_warnings, quota_lines
+from runs.workbench import rejudge
 from toolservers.checks import approve_warnings as mcp_approve_warnings
 
 

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db.models import Case, Value, When
 
 from runs import approvals
-from runs.engine_parts import Armed
+from runs.engine.context import Armed
 from runs.models import Control, Pass, Run, RunState, Step
 
 CONTROL_POLL_SECONDS = 0.5

@@ -19,13 +19,14 @@ from django.db import transaction
 from agents.ports import ModelCancelled, ModelError, ModelReply, ModelRequest
 from budgets.efforts import takes_effort
 from budgets.guard import DEFAULT_MAX_OUTPUT, LastCall, clamp_max_tokens, input_bound
-from runs import events, fitting
+from runs import events
 from runs.conversation import without_images
-from runs.engine_controls import Controls
-from runs.engine_fitting import ResultFitter
-from runs.engine_parts import Armed, StepContext
-from runs.engine_quota import QUOTA_CUT, Quota
-from runs.engine_tools import ToolRunner
+from runs.engine import fitting
+from runs.engine.context import Armed, StepContext
+from runs.engine.controls import Controls
+from runs.engine.fit_results import ResultFitter
+from runs.engine.quota import QUOTA_CUT, Quota
+from runs.engine.tools import ToolRunner
 from runs.ledger import Ledger
 from runs.models import Run, Step, StepStatus
 from rysh_site import metrics

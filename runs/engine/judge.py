@@ -1,6 +1,6 @@
 """The judge (docs/running-loops.md): after each pass, a fresh call of the judge model reads what the pass
 saved against `until` and answers YES or NO with a reason. Its tokens count against the job,
-under the same hard ceiling and quotas as any step (its verdict parsing is runs.judge)."""
+under the same hard ceiling and quotas as any step (its verdict parsing is runs.engine.verdicts)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from django.db import transaction
 from agents.ports import ModelCancelled, ModelError, ModelReply, ModelRequest
 from budgets.guard import clamp_max_tokens, input_bound
 from budgets.plan import JUDGE_MAX_TOKENS
-from runs import events, fitting
-from runs import judge as judging
-from runs.engine_call import apply_reply, exact_count
-from runs.engine_controls import Controls
-from runs.engine_parts import Armed
-from runs.engine_quota import Quota
+from runs import events
+from runs.engine import fitting
+from runs.engine import verdicts as judging
+from runs.engine.call import apply_reply, exact_count
+from runs.engine.context import Armed
+from runs.engine.controls import Controls
+from runs.engine.quota import Quota
 from runs.ledger import Ledger
 from runs.models import Pass, Phase, Run, Step, StepStatus
 from rysh_site import metrics

@@ -11,8 +11,8 @@ from django.conf import settings
 from agents.ports import ModelReply
 from runs import events
 from runs.conversation import call_identity, tool_result
-from runs.engine_controls import ApprovalGate, Controls
-from runs.engine_parts import Armed, StepContext
+from runs.engine.context import Armed, StepContext
+from runs.engine.controls import ApprovalGate, Controls
 from runs.models import Control, Run, Step
 from rysh_site import metrics, tracing
 

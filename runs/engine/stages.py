@@ -15,14 +15,14 @@ next worker settles at its reservation, so the ceiling holds and no token is cou
 This module is the loop itself, read top to bottom: passes (pass -> legs -> judge -> next), a
 pass's legs, a leg's steps. Each other concern is a collaborator of its own:
 
-- runs.engine_passes   the pass in hand: start (first, resumed, seeded), wrap-up, end, snapshot
-- runs.engine_call     a step: bound, exact count, quota fit, reservation, call, tools, settle
-- runs.engine_fitting  tool results fitted to the room the leg has left
-- runs.engine_tools    the tools port called: loop detection, approval holds, a web capture
-- runs.engine_quota    the team's spend quotas: a call's room, and the wait when there is none
-- runs.engine_judge    the judge's call and its verdict
-- runs.engine_controls stop / cancel / land now read from the Run, and approval gates
-- runs.engine_parts    what they share: Armed, StepContext (the step in hand), Paused
+- runs.engine.passes   the pass in hand: start (first, resumed, seeded), wrap-up, end, snapshot
+- runs.engine.call     a step: bound, exact count, quota fit, reservation, call, tools, settle
+- runs.engine.fit_results  tool results fitted to the room the leg has left
+- runs.engine.tools    the tools port called: loop detection, approval holds, a web capture
+- runs.engine.quota    the team's spend quotas: a call's room, and the wait when there is none
+- runs.engine.judge    the judge's call and its verdict
+- runs.engine.controls stop / cancel / land now read from the Run, and approval gates
+- runs.engine.context    what they share: Armed, StepContext (the step in hand), Paused
 """
 
 from __future__ import annotations
@@ -30,27 +30,22 @@ from __future__ import annotations
 import logging
 
 from django.db import InterfaceError, OperationalError
-from django.utils import timezone
 
 from budgets.guard import DEFAULT_MAX_OUTPUT, MIN_USEFUL_OUTPUT, REQUEST_OVERHEAD, leg_left
-from runs import events, snapshots
 from runs.conversation import Conversation
-from runs.engine_call import Call
-from runs.engine_controls import CONTROL_POLL_SECONDS, ApprovalGate, Controls, keep_stop
-from runs.engine_fitting import ResultFitter
-from runs.engine_judge import Judge
-from runs.engine_parts import Armed, Paused, StepContext
-from runs.engine_passes import Passes
-from runs.engine_quota import Quota
-from runs.engine_tools import ToolRunner
+from runs.engine.call import Call
+from runs.engine.context import Armed, Paused, StepContext
+from runs.engine.controls import ApprovalGate, Controls
+from runs.engine.fit_results import ResultFitter
+from runs.engine.judge import Judge
+from runs.engine.outcome import finish_run, pause_run
+from runs.engine.passes import Passes
+from runs.engine.quota import Quota
+from runs.engine.tools import ToolRunner
 from runs.ledger import Ledger
-from runs.models import Control, Pass, PassStop, Phase, Run, RunState
-from runs.report import write_report
-from runs.signals import run_finished, run_paused
+from runs.models import Control, Pass, PassStop, Phase, Run
 from rysh_site import tracing
 from spend.quotas import QuotaRefused
-
-__all__ = ["CONTROL_POLL_SECONDS", "Armed", "Engine", "Paused", "finish_run", "pause_run"]
 
 log = logging.getLogger(__name__)
 
@@ -244,42 +239,3 @@ class Engine:
 
     def _finish(self, cause: str) -> None:
         finish_run(self.run, cause)
-
-
-def pause_run(run: Run, reason: str, detail: str = "", **data) -> None:
-    Run.objects.filter(pk=run.pk).update(state=RunState.PAUSED, pause_reason=reason, control=keep_stop())
-    run.refresh_from_db()
-    events.record(run, "paused", f"paused({reason})" + (f": {detail}" if detail else ""), reason=reason, **data)
-    _write_report_or_say(run)
-    run_paused.send(sender=Run, run=run, reason=reason)  # notifications listen
-
-
-def finish_run(run: Run, cause: str) -> None:
-    Run.objects.filter(pk=run.pk).update(
-        state=RunState.FINISHED, cause=cause, phase="", control="", ended_at=timezone.now()
-    )
-    run.refresh_from_db()
-    events.record(run, "finished", cause, cause=cause)
-    _snapshot_or_say(run)
-    _write_report_or_say(run)
-    run_finished.send(sender=Run, run=run)  # schedules count the outcome; nothing here knows them
-
-
-def _write_report_or_say(run: Run) -> None:
-    """run-report.md beside the results; a folder that refuses it (full, read-only, gone) is
-    said in the events and never changes how the run ended: the run page renders the same
-    report from the database."""
-    try:
-        write_report(run)
-    except OSError as exc:
-        log.warning("run %s: run-report.md not written: %s", run.pk, exc)
-        events.record(run, "note", f"run-report.md not written ({exc.strerror or exc}); the run page shows the report")
-
-
-def _snapshot_or_say(run: Run) -> None:
-    """A pass the run ended inside (an error, a stop mid-leg) is kept as it stands."""
-    try:
-        snapshots.snapshot_unended_pass(run)
-    except OSError as exc:
-        log.warning("run %s: last pass's snapshot not kept: %s", run.pk, exc)
-        events.record(run, "note", f"the last pass's results were not kept as a snapshot ({exc})")

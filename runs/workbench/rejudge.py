@@ -38,11 +38,11 @@ from budgets.quota import DAY, window_end, window_start
 from budgets.units import format_tokens
 from catalogue.recipe import RecipeError, parse_recipe, render
 from catalogue.spec import RecipeSpec
-from runs import judge as judging
-from runs import snapshots
-from runs.fitting import with_margin
+from runs.engine import verdicts as judging
+from runs.engine.fitting import with_margin
 from runs.ledger import ledger_direct_entry
 from runs.models import Pass, Phase, Rejudge, RejudgeItem, RejudgeState, Run, RunState, VerdictLabel
+from runs.results import snapshots
 from runs.services import SCRIPTED_MODEL, RunRefused, recipe_source
 from rysh_site import metrics
 from spend import quotas

@@ -12,13 +12,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.ports import GateOutcome
-from runs import events, snapshots
-from runs import judge as judging
+from runs import events
 from runs.arming import first_message, resumed_message, seeded_message
 from runs.conversation import Conversation
-from runs.engine_controls import keep_stop
-from runs.engine_parts import Armed
+from runs.engine import verdicts as judging
+from runs.engine.context import Armed
+from runs.engine.controls import keep_stop
 from runs.models import Pass, Phase, Run, StepStatus
+from runs.results import snapshots
 
 log = logging.getLogger(__name__)
 
