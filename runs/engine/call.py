@@ -1,224 +1,194 @@
-"""A step's model call (docs/running-loops.md, hard ceiling): sized so that an upper bound of its input plus
-its max_tokens fits what the leg has left (counted exactly near the edge), fitted to the spend
-quotas, reserved, made, followed by the tools it asks for, and settled in one transaction.
+"""THE budgeted model call (docs/running-loops.md, hard ceiling; docs/spend.md, quotas). Every model
+call that spends a budget goes through `budgeted_call`: a task or wrap-up step, the judge, a
+re-judge's call and an eval case's rubric. It owns, in this order:
 
-Crash safety: the reservation is the call's *pending* Step (input bound + max_tokens), which
-counts against the job at once; the settle writes the real usage together with the
-checkpoint (the pass's counters and the turns the step appended). A worker that dies mid-call
-leaves a pending step that the next worker settles at its reservation (runs.ledger).
-"""
+1. the bound: the call's input bounded by its bytes (the caller's `bound`), its max_tokens
+   clamped so that bound + max_tokens fits what the budget has left (`left`, under `ceiling`);
+2. the exact count: where the byte bound clamps (or, `eager=False`, only where it does not fit at
+   all) the provider's exact count, with its margin, may give room back;
+3. the quota fit and the reservation: a `Reservation` holds the call's worst case before the
+   call is made (a pending Step of a run, or a direct hold on the quotas outside a run);
+4. the call, timed by the metrics, cancellable through its request;
+5. the settle: a cancelled call is counted at its reservation, a failed one at nothing (both
+   here); a call that answered is settled by the caller through its reservation, inside the
+   transaction that writes what the reply means (a step's checkpoint, a verdict, a grade).
+
+What differs between the callers is a parameter: the budget it fits (`left`, `ceiling`), how its
+input is counted (`count`), and where its tokens are held and counted (the reservation)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass
+from typing import Protocol
 
-from django.db import transaction
-
-from agents.ports import ModelCancelled, ModelError, ModelReply, ModelRequest
-from budgets.efforts import takes_effort
-from budgets.guard import DEFAULT_MAX_OUTPUT, LastCall, clamp_max_tokens, input_bound
-from runs import events
-from runs.conversation import without_images
-from runs.engine import fitting
-from runs.engine.context import Armed, StepContext
-from runs.engine.controls import Controls
-from runs.engine.fit_results import ResultFitter
-from runs.engine.quota import QUOTA_CUT, Quota
-from runs.engine.tools import ToolRunner
-from runs.ledger import Ledger
-from runs.models import Run, Step, StepStatus
+from agents.ports import ModelCancelled, ModelError, ModelPort, ModelReply, ModelRequest, Usage
+from budgets.guard import clamp_max_tokens
+from runs.engine.fitting import with_margin, worth_counting
+from runs.ledger import Ledger, ledger_direct_entry
+from runs.models import Pass, StepStatus
 from rysh_site import metrics
-
-# what a step's settle saves of the pass: its counters, a fixed size whatever the conversation
-CHECKPOINT_FIELDS = ["leg_steps", "leg_tokens", "leg_seconds", "tokens_counted", "steps_total"]
+from spend import quotas
 
 
-class Call:
-    """One step of a leg: its model call, its tools, its settle."""
-
-    def __init__(
-        self,
-        run: Run,
-        armed: Armed,
-        ledger: Ledger,
-        *,
-        controls: Controls,
-        quota: Quota,
-        fitter: ResultFitter,
-        tools: ToolRunner,
-        pause: Callable[..., None],
-    ):
-        self.run = run
-        self.armed = armed
-        self.ledger = ledger
-        self.controls = controls
-        self.quota = quota
-        self.fitter = fitter
-        self.tools = tools
-        self._pause = pause  # the engine's: the run pauses, this worker lets the run go
-
-    def make(self, ctx: StepContext, tokens_left: int) -> tuple[ModelReply, int] | None:
-        """The step, with the largest max_tokens the leg's `tokens_left` and the quotas allow:
-        its reply and that max_tokens, or None when too little is left for a useful answer. A
-        reservation a quota refuses raises QuotaRefused (the leg waits and tries again)."""
-        bound = input_bound(
-            system=self.armed.system,
-            tools=ctx.tools,
-            messages=ctx.conversation.messages,
-            last=self.ledger.last_call(ctx.run_pass),
-        )
-        max_tokens = clamp_max_tokens(tokens_left, bound)
-        counted = fitting.worth_counting(max_tokens, DEFAULT_MAX_OUTPUT)
-        if counted:
-            bound = self._counted_bound(ctx, bound)
-            max_tokens = clamp_max_tokens(tokens_left, bound)
-        if max_tokens is None:
-            return None
-        recount = None if counted else partial(self._counted_bound, ctx, bound)
-        max_tokens, applying, bound = self.quota.fit(
-            bound, max_tokens, self.run.executor_model, recount, none_known=self.ledger.no_quota_since_settle()
-        )
-        reply = self._call(ctx, max_tokens, bound, applying)
-        self.quota.reserved()
-        return reply, max_tokens
-
-    def _counted_bound(self, ctx: StepContext, bound: int) -> int:
-        """The exact count (with its margin) where it beats the byte bound, else the bound."""
-        last = self.ledger.last_call(ctx.run_pass)
-        if last is not None and last.message_count == len(ctx.conversation):
-            return bound  # the bound is already an exact count of exactly these turns
-        messages = ctx.conversation.messages
-        counted = self._count(ctx, messages)
-        if counted is None or counted >= bound:
-            return bound
-        self.ledger.note_count(ctx.run_pass, LastCall(context=counted, message_count=len(messages)))
-        return counted
-
-    def _count(self, ctx: StepContext, messages: list) -> int | None:
-        """The exact count of the step's call with these messages, or None."""
-        return exact_count(self.armed, self._request(ctx, messages))
-
-    def _request(self, ctx: StepContext, messages: list) -> ModelRequest:
-        return ModelRequest(
-            model=self.run.executor_model,
-            system=self.armed.system,
-            messages=messages,
-            tools=ctx.tools,
-            max_tokens=DEFAULT_MAX_OUTPUT,
-            deadline=time.monotonic() + ctx.seconds_left,
-            purpose=ctx.leg,
-            pass_number=ctx.run_pass.number,
-            leg_start=ctx.run_pass.leg_start,
-            cancelled=self.controls.cancel_requested,
-            effort=self._effort(),
-        )
-
-    def _effort(self) -> str | None:
-        """The recipe's effort, for a model that takes it (budgets.efforts); else none."""
-        effort = self.armed.spec.effort
-        return effort if effort and takes_effort(self.run.executor_model) else None
-
-    def _call(self, ctx: StepContext, max_tokens: int, bound: int, applying: list | None = None) -> ModelReply:
-        run_pass, leg = ctx.run_pass, ctx.leg
-        step = self.ledger.reserve(
-            run_pass,
-            leg=leg,
-            model=self.run.executor_model,
-            max_tokens=max_tokens,
-            bound=bound,
-            message_count=len(ctx.conversation),
-            applying=applying,
-        )
-        started = time.monotonic()
-        request = ModelRequest(
-            model=self.run.executor_model,
-            system=self.armed.system,
-            messages=ctx.conversation.messages,
-            tools=ctx.tools,
-            max_tokens=max_tokens,
-            deadline=started + ctx.seconds_left,
-            purpose=leg,
-            pass_number=run_pass.number,
-            leg_start=run_pass.leg_start,
-            cancelled=self.controls.cancel_requested,
-            effort=self._effort(),
-        )
-        try:
-            with metrics.model_call(request.model, leg):
-                reply = self.armed.model.complete(request)
-        except ModelCancelled:
-            self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
-            self._pause("cancelled")
-        except ModelError as exc:
-            self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
-            raise
-        self.fitter.offer_room(ctx, reply)
-        if reply.tool_calls:  # a worker lost while they run leaves them here, for the next one to tell
-            Step.objects.filter(pk=step.pk).update(tool_calls=reply.tool_calls)
-        if hasattr(self.armed.tools, "deadline"):  # a command never runs past the leg's clock
-            self.armed.tools.deadline = started + ctx.seconds_left
-        results, waited = self.tools.run_calls(reply, ctx, step)
-        self.tools.capture(step)
-        user_turn = self.fitter.fit(ctx, reply, results, partial(self._count, ctx)) if results else []
-        if self.quota.cut(reply):
-            user_turn = [{"type": "text", "text": QUOTA_CUT}]  # saved with the reply it follows
-        # time spent waiting for a person is not the pass's: it stays off every clock
-        self._settle(ctx, step, reply, user_turn, time.monotonic() - started - waited)
-        return reply
-
-    def _settle(self, ctx: StepContext, step: Step, reply: ModelReply, user_turn: list[dict], seconds: float) -> None:
-        """The step's checkpoint, in one transaction: the turns it appended (and only those),
-        the pass's counters, its event, then its tokens (the ledger reads the control back)."""
-        usage, run_pass, conversation = reply.usage, ctx.run_pass, ctx.conversation
-        conversation.append("assistant", reply.content)
-        results = [block for block in user_turn if block.get("type") == "tool_result"]
-        if user_turn:
-            conversation.append("user", user_turn)
-            conversation.drop_old_images()
-        run_pass.leg_steps += 1
-        run_pass.leg_tokens += usage.counted
-        run_pass.leg_seconds += seconds
-        run_pass.tokens_counted += usage.counted
-        apply_reply(step, reply, seconds)
-        step.tool_calls, step.tool_results = reply.tool_calls, [without_images(r) for r in results]
-        with transaction.atomic():
-            conversation.save()
-            run_pass.save(update_fields=CHECKPOINT_FIELDS)
-            events.record(
-                self.run,
-                "step",
-                _step_summary(step, usage.counted),
-                pass_number=run_pass.number,
-                step=step.number,
-                leg=step.leg,
-                counted=usage.counted,
-            )
-            self.ledger.settle(step, usage, clock_seconds=seconds)
-        self.controls.read_back()
+@dataclass(frozen=True)
+class Sized:
+    bound: int  # the input's bound (an exact count with its margin where one was made)
+    max_tokens: int | None  # None: too little is left for a useful answer
+    counted: bool  # the exact count was asked for already
 
 
-def exact_count(armed: Armed, request: ModelRequest) -> int | None:
+def call_size(bound: int, *, left: int, ceiling: int, count: Callable[[], int], eager: bool = True) -> Sized:
+    """The largest max_tokens (up to `ceiling`) that fits `left` beside the input's bound; where
+    the byte bound clamps it (`eager`) or leaves no room at all, `count()` gives the bound again."""
+    max_tokens = clamp_max_tokens(left, bound, ceiling=ceiling)
+    counting = worth_counting(max_tokens, ceiling) if eager else max_tokens is None
+    if counting:
+        bound = count()
+        max_tokens = clamp_max_tokens(left, bound, ceiling=ceiling)
+    return Sized(bound, max_tokens, counting)
+
+
+def counted_bound(model: ModelPort, request: ModelRequest, bound: int, *, exact: bool = True) -> int:
+    """The provider's exact count of `request` with its margin where it beats `bound`, else
+    `bound` (a provider that cannot count, or counting turned off)."""
+    counted = exact_count(model, request, exact=exact)
+    return bound if counted is None else min(bound, counted)
+
+
+def exact_count(model: ModelPort, request: ModelRequest, *, exact: bool = True) -> int | None:
     """The provider's exact input count, margin included, or None (the byte bound stands)."""
-    count = getattr(armed.model, "count_tokens", None)
-    if not armed.exact_counts or count is None:
+    count = getattr(model, "count_tokens", None)  # a port method only some providers have
+    if not exact or count is None:
         return None
     counted = count(request)
-    return None if counted is None else fitting.with_margin(counted)
+    return None if counted is None else with_margin(counted)
 
 
-def apply_reply(step: Step, reply: ModelReply, seconds: float) -> None:
-    """What a settled call said onto the step that reserved it (its tokens: the ledger)."""
-    step.stop_reason, step.text, step.duration_ms = reply.stop_reason, reply.text, int(seconds * 1000)
-    # what the step thought: the blocks stay in the conversation as received; the step keeps
-    # their count and text (shown only where RYSH_SHOW_THINKING allows), never subtracted
-    # from its output tokens, which already include them
-    step.thinking_blocks = len(reply.thinking)
-    step.thinking = "\n\n".join(b.get("thinking") or "" for b in reply.thinking).strip()
+@dataclass
+class Held:
+    """A reservation taken: the call's max_tokens and bound as the quotas fitted them, and what
+    holds them (a pending Step, or the direct holds on the quotas)."""
+
+    max_tokens: int
+    bound: int
+    hold: object
 
 
-def _step_summary(step: Step, counted: int) -> str:
-    calls = ", ".join(c["name"] for c in step.tool_calls)
-    thought = f"; {step.thought}" if step.thinking_blocks else ""
-    return f"step {step.number} ({step.leg}): {counted} tokens{thought}" + (f"; {calls}" if calls else "")
+class Reservation(Protocol):
+    def take(self, bound: int, max_tokens: int, recount: Callable[[], int] | None) -> Held: ...
+    def cancelled(self, held: Held, seconds: float) -> None: ...
+    def failed(self, held: Held, message: str, seconds: float) -> None: ...
+
+
+@dataclass
+class Called:
+    reply: ModelReply
+    held: Held
+    started: float  # time.monotonic() when the call was made
+
+
+def budgeted_call(
+    *,
+    model: ModelPort,
+    request: Callable[[int, float], ModelRequest],
+    label: str,
+    sized: Sized,
+    count: Callable[[], int],
+    reservation: Reservation,
+) -> Called:
+    """The call `sized` allows (its max_tokens is not None), held by `reservation` first.
+    `request(max_tokens, started)` builds it; a cancel settles it at its reservation and raises
+    ModelCancelled, a failure settles it at nothing and raises ModelError."""
+    held = reservation.take(sized.bound, sized.max_tokens, None if sized.counted else count)
+    started = time.monotonic()
+    made = request(held.max_tokens, started)
+    try:
+        with metrics.model_call(made.model, label):
+            reply = model.complete(made)
+    except ModelCancelled:
+        reservation.cancelled(held, time.monotonic() - started)
+        raise
+    except ModelError as exc:
+        reservation.failed(held, str(exc), time.monotonic() - started)
+        raise
+    return Called(reply, held, started)
+
+
+# -- where a call's tokens are held and counted ----------------------------------------------------
+
+
+@dataclass
+class StepReservation:
+    """A run's call (task, wrap-up, judge): fitted to the team's quotas (runs.engine.quota), held
+    as the pending Step of its pass (runs.ledger), counted on that step when settled. A refused
+    reservation either goes back to the caller (a leg sizes its step again) or, `wait_refused`,
+    waits and is tried again as it was sized (the judge)."""
+
+    ledger: Ledger
+    quota: object  # runs.engine.quota.Quota
+    run_pass: Pass
+    leg: str
+    model: str
+    message_count: int
+    none_known: bool = False  # no quota existed at the last settle: none is read again
+    wait_refused: bool = False
+
+    def take(self, bound: int, max_tokens: int, recount: Callable[[], int] | None) -> Held:
+        while True:
+            fitted, applying, bound = self.quota.fit(bound, max_tokens, self.model, recount, none_known=self.none_known)
+            try:
+                step = self.ledger.reserve(
+                    self.run_pass,
+                    leg=self.leg,
+                    model=self.model,
+                    max_tokens=fitted,
+                    bound=bound,
+                    message_count=self.message_count,
+                    applying=applying,
+                )
+                break
+            except quotas.QuotaRefused as refused:
+                if not self.wait_refused:
+                    raise
+                self.quota.wait(refused, self.model)
+        self.quota.reserved()
+        return Held(fitted, bound, step)
+
+    def cancelled(self, held: Held, seconds: float) -> None:
+        self.ledger.settle_reserved(held.hold, StepStatus.CANCELLED, seconds)
+
+    def failed(self, held: Held, message: str, seconds: float) -> None:
+        self.ledger.settle_failed(held.hold, message, seconds)
+
+    def settle(self, held: Held, usage: Usage, *, clock_seconds: float) -> None:
+        """Inside the caller's transaction: the step at its real usage."""
+        self.ledger.settle(held.hold, usage, clock_seconds=clock_seconds)
+
+
+@dataclass
+class DirectReservation:
+    """A call outside a run's steps (a re-judge's, an eval case's rubric): its worst case held
+    directly on the quotas that apply (QuotaRefused goes back to the caller), counted by a direct
+    ledger entry when settled."""
+
+    model: str
+    target: str
+    user_id: int | None
+
+    def take(self, bound: int, max_tokens: int, recount: Callable[[], int] | None) -> Held:
+        applying = quotas.quotas_for(target=self.target, user_id=self.user_id)
+        return Held(max_tokens, bound, quotas.take_direct(applying, model=self.model, tokens=bound + max_tokens))
+
+    def cancelled(self, held: Held, seconds: float) -> None:
+        quotas.settle_direct(held.hold, tokens=0, cost=None)
+
+    def failed(self, held: Held, message: str, seconds: float) -> None:
+        quotas.settle_direct(held.hold, tokens=0, cost=None)
+
+    def settle(self, held: Held, usage: Usage, *, purpose: str, **where):
+        """Inside the caller's transaction: the ledger entry at the real usage; its money."""
+        return ledger_direct_entry(
+            usage=usage, model=self.model, purpose=purpose, held=held.hold, charged_to_id=self.user_id, **where
+        )

@@ -16,7 +16,7 @@ This module is the loop itself, read top to bottom: passes (pass -> legs -> judg
 pass's legs, a leg's steps. Each other concern is a collaborator of its own:
 
 - runs.engine.passes   the pass in hand: start (first, resumed, seeded), wrap-up, end, snapshot
-- runs.engine.call     a step: bound, exact count, quota fit, reservation, call, tools, settle
+- runs.engine.step     a step: bound, exact count, quota fit, reservation, call, tools, settle
 - runs.engine.fit_results  tool results fitted to the room the leg has left
 - runs.engine.tools    the tools port called: loop detection, approval holds, a web capture
 - runs.engine.quota    the team's spend quotas: a call's room, and the wait when there is none
@@ -33,7 +33,6 @@ from django.db import InterfaceError, OperationalError
 
 from budgets.guard import DEFAULT_MAX_OUTPUT, MIN_USEFUL_OUTPUT, REQUEST_OVERHEAD, leg_left
 from runs.conversation import Conversation
-from runs.engine.call import Call
 from runs.engine.context import Armed, Paused, StepContext
 from runs.engine.controls import ApprovalGate, Controls
 from runs.engine.fit_results import ResultFitter
@@ -41,6 +40,7 @@ from runs.engine.judge import Judge
 from runs.engine.outcome import finish_run, pause_run
 from runs.engine.passes import Passes
 from runs.engine.quota import Quota
+from runs.engine.step import Call
 from runs.engine.tools import ToolRunner
 from runs.ledger import Ledger
 from runs.models import Control, Pass, PassStop, Phase, Run
