@@ -16,9 +16,9 @@ The rooms, in the order a run id walks them from the worker's entry (docs/layout
 - outcome.py    how a run leaves the worker: paused or finished, in one place
 """
 
-from runs.engine.context import Armed, Paused
+from runs.engine.context import Armed
 from runs.engine.controls import CONTROL_POLL_SECONDS
 from runs.engine.outcome import finish_run, pause_run
 from runs.engine.stages import Engine
 
-__all__ = ["CONTROL_POLL_SECONDS", "Armed", "Engine", "Paused", "finish_run", "pause_run"]
+__all__ = ["CONTROL_POLL_SECONDS", "Armed", "Engine", "finish_run", "pause_run"]

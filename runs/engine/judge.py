@@ -25,7 +25,8 @@ from runs.models import Pass, Phase, Run, Step
 
 
 class Judge:
-    """One pass judged: its verdict label, or None when the run ended (or paused) instead."""
+    """One pass judged: its verdict label (a run that cannot be judged ends or pauses instead:
+    `finish` and `pause` raise)."""
 
     def __init__(
         self,
@@ -68,7 +69,6 @@ class Judge:
         sized = call_size(bound, left=left, ceiling=JUDGE_MAX_TOKENS, count=count)
         if sized.max_tokens is None:
             self._finish("budget exhausted")
-            return None
         reservation = StepReservation(
             self.ledger,
             self.quota,
@@ -91,7 +91,6 @@ class Judge:
             self._pause("cancelled")
         except ModelError as exc:
             self._finish(f"judge error: {exc}")
-            return None
         reply, step = called.reply, called.held.hold
         started = called.started
         verdict = judging.gated(judging.parse_verdict(reply.text), run_pass.gate_failure)

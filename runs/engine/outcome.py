@@ -5,6 +5,7 @@ report, the signal schedules hear)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 from django.utils import timezone
 
@@ -16,6 +17,42 @@ from runs.results.report import write_report
 from runs.signals import run_finished, run_paused
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Pause:
+    """The run waits for a person or a quota (a reason the run page and the API show)."""
+
+    reason: str
+    detail: str = ""
+    data: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The run is over, with its cause."""
+
+    cause: str
+
+
+Outcome = Pause | Finish
+
+
+class Interrupted(Exception):
+    """Raised wherever in the loop a run stops (a cancel, a step cap, a quota, a stop, the judge's
+    error); the engine catches it once and writes its outcome (outcome_write)."""
+
+    def __init__(self, outcome: Outcome):
+        super().__init__(outcome)
+        self.outcome = outcome
+
+
+def outcome_write(run: Run, outcome: Outcome) -> None:
+    """The one place a run's outcome is written: paused or finished, event, report, signal."""
+    if isinstance(outcome, Pause):
+        pause_run(run, outcome.reason, outcome.detail, **outcome.data)
+    else:
+        finish_run(run, outcome.cause)
 
 
 def pause_run(run: Run, reason: str, detail: str = "", **data) -> None:
