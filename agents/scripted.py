@@ -4,7 +4,7 @@
       - task: [<turn>, ...]      # the task leg's turns, in order
         repeat_last: true        # optional: when turns run out repeat the last one (default:
                                  # answer "Done." with no tool call); applies to both legs
-        wrap-up: [<turn>, ...]   # the takeover leg's turns
+        wrap-up: [<turn>, ...]   # the wrap-up leg's turns
         judge: "NO\\nreason"      # the judge's reply after this pass
         judge_if:                # optional: other replies for other goals (a re-judge of an
           - goal_has: seven      #   edited until:): the first whose words the goal holds

@@ -1,7 +1,7 @@
 """Recipe budget fields -> the resolved plan (docs/running-loops.md). Pure: no Django.
 
 The plan is what a job is armed with: the per-pass ceiling, the split between
-the task leg and the takeover (wrap-up) leg with rysh's floors, the outer
+the task leg and the wrap-up leg (the recipe's `takeover_prompt`) with rysh's floors, the outer
 ceilings after the while/do algebra, and the worst case of the whole job.
 The worst case is a bound the engine must hold, so everything here is integer
 arithmetic on tokens and whole seconds.
@@ -18,7 +18,7 @@ from budgets.units import BOOK, PAGE, format_duration, format_duration_go, forma
 if TYPE_CHECKING:  # the plan reads a recipe's fields; it never needs the parser
     from catalogue.spec import DoSpec, WhileSpec
 
-# rysh's floor: a takeover share under any trigger is raised, on every axis, to the floor.
+# rysh's floor: a wrap-up share under any trigger is raised, on every axis, to the floor.
 FLOOR_TRIGGER_STEPS, FLOOR_TRIGGER_SECONDS, FLOOR_TRIGGER_TOKENS = 50, 60, 60 * PAGE
 FLOOR_STEPS, FLOOR_SECONDS, FLOOR_TOKENS = 100, 5 * 60, 1 * BOOK
 
@@ -45,7 +45,7 @@ class Allotment:
 @dataclass(frozen=True)
 class Split:
     task: Allotment
-    takeover: Allotment | None  # None: no takeover prompt, a budget stop is a plain stop
+    takeover: Allotment | None  # the wrap-up leg's share (named as the stored plan names it); None: no wrap-up
     raw_takeover: Allotment | None  # the takeover share before floors
     floored: bool
 

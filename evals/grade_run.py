@@ -36,6 +36,7 @@ from runs.engine import finish_run
 from runs.engine import verdicts as judging
 from runs.engine.call import DirectReservation, Held, budgeted_call, call_size, counted_bound
 from runs.models import LedgerEntry, PassStop, Phase, Run, RunState
+from runs.states import Control
 from spend import quotas
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ def case_run_paused(run: Run, reason: str) -> None:
     if not CaseResult.objects.filter(run=run, state=CaseState.PENDING).exists():
         return
     # paused -> finished once: a person's continue (or another receiver) meanwhile wins
-    if Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(control="stop") != 1:
+    if Run.objects.filter(pk=run.pk, state=RunState.PAUSED).update(control=Control.STOP) != 1:
         return
     run.refresh_from_db()
     finish_run(run, f"{EVAL_ENDED}({reason})")

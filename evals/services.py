@@ -17,6 +17,7 @@ from evals.planning import plan_of, read_path, read_target
 from evals.reading import suite_read
 from evals.rubric import rubric_worst
 from evals.shapes import PlannedCase, SuitePlan, SuiteRefused
+from runs.states import RunState
 from spend.prices import micros_per_token
 
 __all__ = ["PlannedCase", "SuitePlan", "SuiteRefused"]
@@ -89,7 +90,7 @@ def suite_regrade(*, suite: Suite, user=None) -> Suite:
     results = [
         r
         for r in suite.cases.select_related("run", "suite")
-        if r.run_id and r.state != CaseState.PENDING and r.run.state == "finished"
+        if r.run_id and r.state != CaseState.PENDING and r.run.state == RunState.FINISHED
     ]
     if not results:
         raise SuiteRefused(f"suite #{suite.pk} has no recorded run to grade again")

@@ -44,6 +44,7 @@ from budgets.units import format_duration
 from runs import events
 from runs.models import Approval, ApprovalState, Run, RunState
 from runs.signals import approval_requested
+from runs.states import EventKind
 
 POLL_SECONDS = 0.5
 
@@ -193,7 +194,7 @@ def request(
     what = f" ({subject!r} matches {pattern})" if subject else f" ({pattern})"
     events.record(
         run,
-        "approval.requested",
+        EventKind.APPROVAL_REQUESTED,
         f"awaiting approval #{approval.pk}: {approval.action_text}{what}; answer with "
         f"`auto {run.kind} approve|reject #{run.pk} [REASON]` or on the run page, within "
         f"{format_duration(timeout_seconds)}",
@@ -242,7 +243,7 @@ def settle(approval: Approval, state: str, reason: str, user=None) -> bool:
         }[state]
         events.record(
             approval.run,
-            "approval.answered",
+            EventKind.APPROVAL_ANSWERED,
             f"approval #{approval.pk} {label}{who}" + (f": {reason}" if reason else ""),
             approval=approval.pk,
             state=state,
@@ -269,7 +270,7 @@ def changed_text(approval: Approval, asked: list[tuple[str, list[str]]], now: li
     shown = "; ".join(f"{tool}: {', '.join(repr(s) for s in subjects[:6])}" for tool, subjects in now)
     events.record(
         approval.run,
-        "approval.stale",
+        EventKind.APPROVAL_STALE,
         f"approval #{approval.pk} not acted on: the page changed while it waited (now {shown})",
         approval=approval.pk,
     )

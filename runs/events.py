@@ -26,6 +26,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
 from runs.models import Run, RunEvent
+from runs.states import EventKind
 from rysh_site import tracing
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,8 @@ USERS_CHANGED = "users.changed"
 PUSH_SECONDS = 5.0  # a push waits this long for Redis at most: best effort, the database holds the truth
 
 
-def record(run: Run, kind: str, message: str = "", **data) -> RunEvent:
+def record(run: Run, kind: EventKind | str, message: str = "", **data) -> RunEvent:
+    kind = str(kind)  # the plain word, as stored and pushed (an EventKind is one)
     event = RunEvent.objects.create(run=run, kind=kind, message=message, data=data)
     tracing.run_event(run, kind, message, data)
     # outside a transaction this runs at once; inside one, after it commits (never on rollback)

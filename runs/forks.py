@@ -36,6 +36,7 @@ from runs.models import LedgerEntry, Pass, Run
 from runs.outlook import WorstCase
 from runs.results import snapshots
 from runs.services import FORK_SLOT, ForkStart, RecipeSource, RunRefused, run_start
+from runs.states import EventKind
 from rysh_site.roles import require
 from workspaces.models import Workspace, WorkspacePass
 from workspaces.source import Source
@@ -335,5 +336,5 @@ def fork_restore_results(parent: Run, from_pass: int, folder: Path, *, new_run: 
     run_pass = Pass.objects.get(run=parent, number=from_pass)
     missing = snapshots.restore_pass(run_pass, Path(folder))
     if missing and new_run is not None:
-        events.record(new_run, "note", f"not restored from pass {from_pass} (not kept): {', '.join(missing)}")
+        events.record(new_run, EventKind.NOTE, f"not restored from pass {from_pass} (not kept): {', '.join(missing)}")
     return missing

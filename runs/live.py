@@ -22,6 +22,7 @@ from runs import selectors
 from runs.models import ApprovalState, Run
 from runs.results.report import render_report
 from runs.results.timeline import timeline_svg
+from runs.states import allowed_controls
 from runs.workbench.labels import run_passes_labelled
 from rysh_site.roles import NEEDS, roles_of
 from spend.selectors import installation_quota_bar
@@ -111,7 +112,7 @@ def run_context(run: Run, can: frozenset[str]) -> dict:
         "can_read_audit": "audit" in can,
         "can_operate": "operate" in can,
         "can_label": "label" in can,
-        "controls": selectors.controls_for(run),
+        "controls": allowed_controls(run),
         "quota_wait": selectors.quota_wait(run),
         "sandbox_wait": selectors.sandbox_wait(run),  # shown beside the copy still to be made
         "current": current,

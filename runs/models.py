@@ -11,38 +11,15 @@ from django.utils import timezone
 
 from budgets.plan import Grant as PlanGrant
 from budgets.units import format_duration, format_tokens
+from runs.states import ACTIVE_STATES, Control, PauseReason, Phase, RunState  # noqa: F401 (re-exported)
 
-
-class RunState(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    PAUSED = "paused"  # see pause_reason: cancelled, step cap, worker lost
-    AWAITING_APPROVAL = "awaiting approval"
-    FINISHED = "finished"
-
-
-ACTIVE_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.PAUSED, RunState.AWAITING_APPROVAL)
+# The named states live in runs.states; the models keep them importable from here for the rows.
 # What keeps a second run in the same slot (runs.slots: the recipe, and for a recipe with a
 # working copy its arguments) from starting: a cancelled run is parked, not active, so `resume`
 # may start beside it (docs/running-loops.md). The constraint and the services share it.
 BLOCKING_RUN = models.Q(state__in=["queued", "running", "awaiting approval"]) | (
-    models.Q(state="paused") & ~models.Q(pause_reason="cancelled")
+    models.Q(state="paused") & ~models.Q(pause_reason=PauseReason.CANCELLED.value)
 )
-
-
-class Phase(models.TextChoices):
-    TASK = "task"
-    WRAP_UP = "wrap-up"
-    JUDGING = "judging"
-
-
-class Control(models.TextChoices):
-    """A request from a person, written on the Run and read by the engine between steps."""
-
-    NONE = ""
-    STOP = "stop"
-    CANCEL = "cancel"
-    LAND = "land"
 
 
 class Run(models.Model):

@@ -12,6 +12,7 @@ from audit.context import system_action
 from budgets.quota import reservation_micros
 from runs.models import Run, RunEvent, RunState
 from runs.services import RunRefused, run_continue
+from runs.states import EventKind
 from spend.models import Quota
 from spend.prices import micros_per_token
 from spend.quotas import QUOTA_PAUSE, applies, current
@@ -65,7 +66,7 @@ def _fits_after(quota: Quota, promised: tuple[int, int], tokens: int, micros: in
 def _waiting_needs(runs: list[Run]) -> dict[int, tuple[int, str]]:
     """What the call each run waits for needs (tokens, model): saved with its `paused` event."""
     needs: dict[int, tuple[int, str]] = {}
-    events = RunEvent.objects.filter(run__in=runs, kind="paused").order_by("run_id", "-id")
+    events = RunEvent.objects.filter(run__in=runs, kind=EventKind.PAUSED).order_by("run_id", "-id")
     for run_id, data in events.values_list("run_id", "data"):
         if run_id not in needs:
             needs[run_id] = (int(data.get("need_tokens") or 0), data.get("model") or "")
@@ -83,7 +84,7 @@ def runs_paused_on_quota() -> list[Waiting]:
     message (what the call needs and what the quota has left): two queries in all."""
     runs = list(paused_on_quota().select_related("user", "charged_to").order_by("pk"))
     said: dict[int, str] = {}
-    events = RunEvent.objects.filter(run__in=runs, kind="paused").order_by("run_id", "-id")
+    events = RunEvent.objects.filter(run__in=runs, kind=EventKind.PAUSED).order_by("run_id", "-id")
     for run_id, message in events.values_list("run_id", "message"):
         said.setdefault(run_id, message)
     return [Waiting(run, _why(run, said.get(run.pk, ""))) for run in runs]

@@ -23,6 +23,7 @@ from django.dispatch import receiver
 from runs import events
 from runs.events import push_users_changed
 from runs.quota_waits import paused_on_quota, quota_wake
+from runs.states import EventKind
 from spend.signals import quota_released
 from workspaces.signals import workspace_noted
 
@@ -84,4 +85,4 @@ def on_quota_released(sender, **kwargs) -> None:
 
 @receiver(workspace_noted, dispatch_uid="runs.workspace_noted")
 def on_workspace_noted(sender, run, message, **kwargs) -> None:
-    events.record(run, "note", message)
+    events.record(run, EventKind.NOTE, message)

@@ -14,7 +14,6 @@ from django.db.models.functions import Concat, Trunc, TruncDate
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from budgets.plan import is_grantable
 from budgets.units import format_duration, format_tokens
 from runs.engine.verdicts import result_files
 from runs.models import (
@@ -32,6 +31,7 @@ from runs.models import (
 )
 from runs.results import snapshots
 from runs.results.report import cache_hit_percent
+from runs.states import EventKind, PauseReason, allowed_controls
 from rysh_site.filters import filter_given
 from spend.prices import FREE_MODELS
 from spend.selectors import start_of, zone
@@ -49,7 +49,7 @@ class LiveRow:
     verdict: str
     tokens_used: int
     tokens_cap: int
-    takeover_mark: int  # tokens into a pass where the wrap-up takes over (0: no wrap-up)
+    wrap_up_mark: int  # tokens into a pass where the wrap-up takes over (0: no wrap-up)
     cache: str
     provider_note: str
     pass_used: int = 0  # tokens counted in the pass in flight (its judge included)
@@ -59,16 +59,16 @@ class LiveRow:
 
     @property
     def budget_text(self) -> str:
-        mark = f", wrap-up at {format_tokens(self.takeover_mark)}/pass" if self.takeover_mark else ""
+        mark = f", wrap-up at {format_tokens(self.wrap_up_mark)}/pass" if self.wrap_up_mark else ""
         return f"{format_tokens(self.tokens_used)}/{format_tokens(self.tokens_cap)}{mark}"
 
     @property
     def controls(self) -> list[str]:
-        return controls_for(self.run)
+        return allowed_controls(self.run)
 
     @property
     def pass_bar(self) -> dict:
-        """Percent positions for the pass's budget bar: burn, the takeover mark, the wrap-up share."""
+        """Percent positions for the pass's budget bar: burn, the wrap-up mark, the wrap-up share."""
         total = max(self.pass_task_cap + self.pass_wrap_cap, 1)
         mark = 100.0 * self.pass_task_cap / total if self.pass_wrap_cap else 100.0
         return {
@@ -141,7 +141,7 @@ def live_row(run: Run, current: Pass | None, in_flight: int = 0, settled: int | 
         in_flight=in_flight,
         tokens_used=used,
         tokens_cap=job_cap,
-        takeover_mark=task_cap if wrap_cap else 0,
+        wrap_up_mark=task_cap if wrap_cap else 0,
         cache=_cache(run),
         provider_note="scripted (offline demo model)" if run.provider == "scripted" else run.executor_model,
         pass_used=pass_used,
@@ -171,9 +171,9 @@ def spend_by_run(runs) -> tuple[dict[int, int], dict[int, int]]:
 
 def quota_wait(run: Run) -> str:
     """Why a run paused on a quota waits (its `paused` event says what it needs), or ""."""
-    if run.state != RunState.PAUSED or not run.pause_reason.startswith("quota:"):
+    if run.state != RunState.PAUSED or not PauseReason.is_quota(run.pause_reason):
         return ""
-    event = RunEvent.objects.filter(run=run, kind="paused").order_by("-id").first()
+    event = RunEvent.objects.filter(run=run, kind=EventKind.PAUSED).order_by("-id").first()
     return event.message.partition(f"paused({run.pause_reason}): ")[2] if event else ""
 
 
@@ -182,8 +182,8 @@ def sandbox_wait(run: Run) -> str:
     since a worker last ran it), or ""."""
     if run.state != RunState.QUEUED:
         return ""
-    ran = RunEvent.objects.filter(run=run, kind="running").order_by("-id").values_list("id", flat=True).first()
-    said = RunEvent.objects.filter(run=run, kind="waiting", id__gt=ran or 0).order_by("-id").first()
+    ran = RunEvent.objects.filter(run=run, kind=EventKind.RUNNING).order_by("-id").values_list("id", flat=True).first()
+    said = RunEvent.objects.filter(run=run, kind=EventKind.WAITING, id__gt=ran or 0).order_by("-id").first()
     return said.message if said else ""
 
 
@@ -192,21 +192,6 @@ def worker_sandboxes() -> set[str]:
     ("ok", "unavailable", "off"; "" from a worker that does not say)."""
     since = timezone.now() - timedelta(seconds=settings.RYSH_READY_WORKER_SECONDS)
     return set(WorkerBeat.objects.filter(seen__gte=since).values_list("sandbox", flat=True))
-
-
-def controls_for(run: Run) -> list[str]:
-    """Which controls apply to a run right now (docs/running-loops.md), in the order they are shown."""
-    if run.state == RunState.QUEUED:
-        return ["stop", "cancel"]
-    if run.state in (RunState.RUNNING, RunState.AWAITING_APPROVAL):
-        takeover = run.plan.get("split", {}).get("takeover")
-        land = (
-            ["land"] if (run.state == RunState.RUNNING and run.phase == "task" and takeover and not run.control) else []
-        )
-        return [*land, "stop", "cancel"]
-    if run.state == RunState.PAUSED:
-        return ["continue", "stop"] + (["resume"] if run.pause_reason == "cancelled" else [])
-    return (["grant"] if is_grantable(run.cause) else []) + ["resume"]  # docs/spend.md
 
 
 def pass_leg_tokens(passes: list[Pass]) -> dict[tuple[int, str], int]:

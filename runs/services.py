@@ -41,6 +41,7 @@ from runs.results.report import write_report
 from runs.selectors import run_pruned, worker_sandboxes
 from runs.signals import run_paused
 from runs.slots import run_slot, slot_folder
+from runs.states import WORKING_STATES, EventKind, PauseReason, Phase, allowed_controls
 from runs.wiring import sandbox_config, site_url
 from rysh_site import tracing
 from workspaces.models import WorkspaceState
@@ -423,9 +424,9 @@ def _create_run(
     if fork is not None and fork.restore is not None:  # before any worker can take it
         fork.restore(run, output_dir)
     for note in source.notes:
-        events.record(run, "note", note)
+        events.record(run, EventKind.NOTE, note)
     label = "the offline scripted model (not Claude)" if provider == "scripted" else executor
-    events.record(run, "queued", f"queued on {label}", provider=provider)
+    events.record(run, EventKind.QUEUED, f"queued on {label}", provider=provider)
     if fork is not None:  # recorded once, with what it forks and the edits it carries
         detail = {"parent": fork.parent.pk, "pass": fork.from_pass, "redo": fork.redo, "edits": fork.edits}
         audit_record(actor=user, action="run.fork", target=run, detail={"args": list(args), **detail})
@@ -518,7 +519,7 @@ def slot_taken(target: str, slot: str) -> RunRefused:
 
 def run_stop(*, run: Run, user=None) -> str:
     """Graceful: the pass in flight finishes, is not judged, and nothing iterates."""
-    if run.state == RunState.FINISHED:
+    if "stop" not in allowed_controls(run):
         raise RunRefused(f"run #{run.pk} has already finished ({run.cause})")
     if run.state == RunState.PAUSED or run.state == RunState.QUEUED:
         # Nothing is in flight: a paused or queued run stops at once.
@@ -528,49 +529,48 @@ def run_stop(*, run: Run, user=None) -> str:
             audit_record(actor=user, action="run.stop", target=run)
             return f"run #{run.pk} stopped"
     Run.objects.filter(pk=run.pk, state__in=ACTIVE_STATES).update(control=Control.STOP)
-    events.record(run, "control", "stop requested: the pass in flight finishes, then the run ends")
+    events.record(run, EventKind.CONTROL, "stop requested: the pass in flight finishes, then the run ends")
     audit_record(actor=user, action="run.stop", target=run)
     return f"run #{run.pk}: stop requested; the pass in flight finishes, is not judged, and the run ends"
 
 
 def run_cancel(*, run: Run, user=None) -> str:
     """Interrupt now; the conversation is kept as a checkpoint."""
+    nothing = f"run #{run.pk} is not running ({run.state_label}); nothing to cancel"
+    if "cancel" not in allowed_controls(run):
+        raise RunRefused(nothing)
     if run.state == RunState.QUEUED:
+        cancelled = PauseReason.CANCELLED
         if (
-            Run.objects.filter(pk=run.pk, state=RunState.QUEUED).update(state=RunState.PAUSED, pause_reason="cancelled")
-            == 1
+            Run.objects.filter(pk=run.pk, state=RunState.QUEUED).update(state=RunState.PAUSED, pause_reason=cancelled)
+            != 1
         ):
-            run.refresh_from_db()
-            events.record(run, "paused", "paused(cancelled) before it started", reason="cancelled")
-            run_paused.send(sender=Run, run=run, reason="cancelled")  # notifications listen
-            audit_record(actor=user, action="run.cancel", target=run)
-            return f"run #{run.pk} cancelled before it started; state preserved"
-    if run.state != RunState.RUNNING and run.state != RunState.AWAITING_APPROVAL:
-        raise RunRefused(f"run #{run.pk} is not running ({run.state_label}); nothing to cancel")
-    Run.objects.filter(pk=run.pk, state__in=[RunState.RUNNING, RunState.AWAITING_APPROVAL]).exclude(
-        control=Control.STOP
-    ).update(control=Control.CANCEL)
-    events.record(run, "control", "cancel requested: interrupting now; state preserved")
+            raise RunRefused(nothing)  # a worker took it meanwhile: look again
+        run.refresh_from_db()
+        events.record(run, EventKind.PAUSED, f"paused({cancelled}) before it started", reason=cancelled)
+        run_paused.send(sender=Run, run=run, reason=cancelled)  # notifications listen
+        audit_record(actor=user, action="run.cancel", target=run)
+        return f"run #{run.pk} cancelled before it started; state preserved"
+    Run.objects.filter(pk=run.pk, state__in=WORKING_STATES).exclude(control=Control.STOP).update(control=Control.CANCEL)
+    events.record(run, EventKind.CONTROL, "cancel requested: interrupting now; state preserved")
     audit_record(actor=user, action="run.cancel", target=run)
     return f"run #{run.pk}: cancel requested; it pauses with its conversation kept (state preserved)"
 
 
 def run_land(*, run: Run, user=None) -> str:
-    """Hand the wheel to the takeover prompt now, with the takeover share."""
-    if run.state != RunState.RUNNING:
-        raise RunRefused(f"run #{run.pk} is not running ({run.state_label}); nothing to land")
-    if run.phase != "task":
-        raise RunRefused(f"run #{run.pk} is in {run.phase or run.state_label}; land now applies to a task leg")
+    """Hand the wheel to the wrap-up prompt now, with the wrap-up share."""
+    if "land" not in allowed_controls(run):
+        raise RunRefused(_nothing_to_land(run))
     if Run.objects.filter(pk=run.pk, state=RunState.RUNNING, control="").update(control=Control.LAND) != 1:
         raise RunRefused(f"run #{run.pk} already has a request pending")
-    events.record(run, "control", "land now requested: the wrap-up prompt takes the wheel")
+    events.record(run, EventKind.CONTROL, "land now requested: the wrap-up prompt takes the wheel")
     audit_record(actor=user, action="run.land", target=run)
     return f"run #{run.pk}: landing — the wrap-up prompt takes the wheel after this step"
 
 
 def run_continue(*, run: Run, user=None) -> str:
     """A paused pass picks up from its checkpoint; a cancel or lost worker re-arms the leg."""
-    if run.state != RunState.PAUSED:
+    if "continue" not in allowed_controls(run):
         raise RunRefused(_nothing_to_continue(run))
     reason = run.pause_reason
     gone = _copy_gone(run)
@@ -585,7 +585,7 @@ def run_continue(*, run: Run, user=None) -> str:
                 != 1
             ):
                 raise RunRefused(f"run #{run.pk} changed meanwhile; look again")
-            if reason != "step cap" and not reason.startswith("quota:"):
+            if reason != PauseReason.STEP_CAP and not PauseReason.is_quota(reason):
                 # (a quota pause waited before a call: the leg goes on with what it had)
                 # budget re-armed: the current leg gets its allotment afresh (the job's outer
                 # ceilings still hold, so the worst case does too)
@@ -593,10 +593,18 @@ def run_continue(*, run: Run, user=None) -> str:
     except IntegrityError:
         raise slot_taken(run.target, run.slot) from None
     run.refresh_from_db()
-    events.record(run, "continued", f"continue from paused({reason})" + _charged_note(user))
+    events.record(run, EventKind.CONTINUED, f"continue from paused({reason})" + _charged_note(user))
     audit_record(actor=user, action="run.continue", target=run, detail={"paused": reason, **_charged_detail(user)})
     _enqueue_on_commit(run.pk)
     return f"run #{run.pk} continues from its checkpoint (was paused({reason}))"
+
+
+def _nothing_to_land(run: Run) -> str:
+    if run.state != RunState.RUNNING:
+        return f"run #{run.pk} is not running ({run.state_label}); nothing to land"
+    if run.phase != Phase.TASK:
+        return f"run #{run.pk} is in {run.phase or run.state_label}; land now applies to a task leg"
+    return f"run #{run.pk} already has a request pending"
 
 
 def _charge(user) -> dict:
@@ -656,7 +664,7 @@ def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
     """More passes, outer tokens or outer time for a run that ended at an outer ceiling; it goes
     on as the same run, its next pass seeded as usual (docs/spend.md). Bounded by
     RYSH_GRANT_MAX_PERCENT of the recipe's own outer ceilings, all grants together."""
-    if run.state != RunState.FINISHED:
+    if run.state != RunState.FINISHED:  # (a run that ended elsewhere than at an outer ceiling: grant_refusal)
         raise RunRefused(f"run #{run.pk} has not ended ({run.state_label}); a grant applies to a run that ended")
     if run.slot.startswith(EVAL_SLOT):  # more for it would be spent past its suite's ceiling
         raise RunRefused(f"run #{run.pk} is an eval case's run: its suite's ceiling holds it; resume it instead")
@@ -704,7 +712,7 @@ def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
     who = getattr(user, "username", "") or "the CLI"
     events.record(
         run,
-        "granted",
+        EventKind.GRANTED,
         f"granted {extra.describe()} by {who} after '{cause}'; now {granted.passes} passes, "
         f"outer total {format_tokens(granted.outer_tokens) if granted.outer_tokens else 'none'}, "
         f"outer time {format_duration(granted.outer_seconds) if granted.outer_seconds else 'none'}"
@@ -758,13 +766,14 @@ def runs_sweep_lost(*, now=None) -> list[str]:
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.RYSH_WORKER_LOST_SECONDS)
     said = []
-    live = [RunState.RUNNING, RunState.AWAITING_APPROVAL]
-    stale = Run.objects.filter(state__in=live).filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True))
+    stale = Run.objects.filter(state__in=WORKING_STATES).filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True)
+    )
     for run in stale:
         # running -> paused(worker lost) once: two sweepers cannot both take it
         if (
             Run.objects.filter(pk=run.pk, state=run.state, heartbeat_at=run.heartbeat_at).update(
-                state=RunState.PAUSED, pause_reason="worker lost", lost_count=run.lost_count + 1
+                state=RunState.PAUSED, pause_reason=PauseReason.WORKER_LOST, lost_count=run.lost_count + 1
             )
             != 1
         ):
@@ -778,7 +787,10 @@ def runs_sweep_lost(*, now=None) -> list[str]:
             said.append(f"run #{run.pk}: worker lost; it had been asked to stop, so it ended")
             continue
         events.record(
-            run, "paused", f"paused(worker lost); {settled} call(s) in flight counted in full", reason="worker lost"
+            run,
+            EventKind.PAUSED,
+            f"paused(worker lost); {settled} call(s) in flight counted in full",
+            reason=PauseReason.WORKER_LOST,
         )
         if run.lost_count <= settings.RYSH_WORKER_LOST_RETRIES:
             if (
@@ -789,7 +801,7 @@ def runs_sweep_lost(*, now=None) -> list[str]:
             ):
                 events.record(
                     run,
-                    "continued",
+                    EventKind.CONTINUED,
                     f"continued automatically after a lost worker "
                     f"({run.lost_count}/{settings.RYSH_WORKER_LOST_RETRIES})",
                 )
@@ -797,6 +809,6 @@ def runs_sweep_lost(*, now=None) -> list[str]:
                 said.append(f"run #{run.pk}: worker lost; continued from its checkpoint")
         else:
             write_report(run)
-            run_paused.send(sender=Run, run=run, reason="worker lost")  # notifications listen
+            run_paused.send(sender=Run, run=run, reason=PauseReason.WORKER_LOST)  # notifications listen
             said.append(f"run #{run.pk}: worker lost {run.lost_count} times; paused for a person")
     return said

@@ -20,7 +20,8 @@ from catalogue.spec import Kind, RecipeSpec
 from runs import events
 from runs.arming import arm, system_prompt
 from runs.engine import Armed
-from runs.models import Control, Run, Step
+from runs.models import Run, Step
+from runs.states import Control, EventKind, cancel_asked, interrupted_text
 from toolservers.models import ToolServer
 from toolservers.services import config_of, record_listing
 from workspaces.selectors import stat_lines
@@ -97,12 +98,8 @@ def web_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> BrowserTools:
         private_hosts=browser_private_hosts(),
     )
     # the recipe's url is open before the first step; a continue reopens the checkpointed page
-    tools.open(start_url(run, spec), cancelled=lambda: _cancel_requested(run.pk))
+    tools.open(start_url(run, spec), cancelled=lambda: cancel_asked(run.pk))
     return tools
-
-
-def _cancel_requested(run_id: int) -> bool:
-    return Run.objects.filter(pk=run_id, control=Control.CANCEL).exists()
 
 
 def sandbox_config() -> SandboxConfig:
@@ -166,8 +163,8 @@ def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
             copy=copy,
             commands=spec.setup,
             config=config,
-            cancelled=lambda: _stop_reason(run.pk),
-            record=lambda message, **data: events.record(run, "setup", message, **data),
+            cancelled=lambda: interrupted_text(run.pk),
+            record=lambda message, **data: events.record(run, EventKind.SETUP, message, **data),
         )
     caches, environment = agent_sandbox_extras(workspace)  # read-only to the agent's commands
     readonly = [(copy.git_dir, copy.tree / ".git"), *caches]
@@ -189,7 +186,7 @@ def coding_tools(run: Run, spec: RecipeSpec, output_dir: Path) -> CodingTools:
         output_dir=output_dir,
         sandbox=sandbox,
         command_timeout=settings.RYSH_COMMAND_TIMEOUT,
-        cancelled=lambda: _stop_reason(run.pk),
+        cancelled=lambda: interrupted_text(run.pk),  # a command in flight is killed on a cancel or a stop
         on_pass_end=pass_ended,
         on_change=lambda: workspace_measure(workspace=workspace),  # the run page's live diff
         notes=notes,
@@ -217,7 +214,8 @@ def mcp_tools(run: Run, spec: RecipeSpec, inner: ToolsPort) -> McpTools:
         connect_timeout=settings.RYSH_MCP_CONNECT_TIMEOUT,
         result_chars=settings.RYSH_MCP_RESULT_CHARS,
         path=settings.RYSH_SANDBOX_PATH,
-        cancelled=lambda: _cancel_reason(run.pk),
+        # an MCP call in flight is abandoned on a cancel only: a stop is graceful, the call ends
+        cancelled=lambda: interrupted_text(run.pk, by=(Control.CANCEL,)),
         on_listed=record_listing,
         notes=notes,
     )
@@ -241,20 +239,3 @@ def stat_text(stat: list[dict]) -> str:
     removed = sum(row["removed"] or 0 for row in stat)
     lines.append(f"{len(stat)} file(s) changed, +{added} -{removed}")
     return "\n".join(lines)
-
-
-def _cancel_reason(run_id: int) -> str | None:
-    """An MCP call in flight is abandoned on a cancel only: a stop is graceful, the call ends."""
-    if Run.objects.filter(pk=run_id, control=Control.CANCEL).exists():
-        return "the run was cancelled"
-    return None
-
-
-def _stop_reason(run_id: int) -> str | None:
-    """A command in flight is killed (its whole process group) on a cancel or a stop."""
-    control = Run.objects.filter(pk=run_id).values_list("control", flat=True).first()
-    if control == Control.CANCEL:
-        return "the run was cancelled"
-    if control == Control.STOP:
-        return "the run was asked to stop"
-    return None

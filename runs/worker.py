@@ -23,6 +23,7 @@ from runs.models import Run, RunEvent, RunState
 from runs.quota_waits import quota_wake
 from runs.results.report import write_report
 from runs.services import enqueue_run, runs_sweep_lost
+from runs.states import EventKind
 from runs.wiring import arm_run, sandbox_missing
 from runs.workbench.rejudge import rejudge_execute, rejudges_sweep_lost
 from rysh_site import tracing
@@ -97,8 +98,10 @@ def requeue_stranded_runs(*, now=None) -> list[str]:
     said = []
     for run in waiting:
         waited = int((now - (run.since or run.created_at)).total_seconds())
-        if run.newest != "requeued":
-            events.record(run, "requeued", f"queued again: no task for it was left in the queue after {waited}s")
+        if run.newest != EventKind.REQUEUED:
+            events.record(
+                run, EventKind.REQUEUED, f"queued again: no task for it was left in the queue after {waited}s"
+            )
         enqueue_run(run.pk)
         said.append(f"run #{run.pk}: queued {waited}s with no task left in the queue; queued again")
     return said
@@ -178,9 +181,9 @@ def execute(run_id: int, armed_for) -> None:
             finish_run(run, f"error: {exc}")
             return
         tracing.trace_model(run, armed)
-        events.record(run, "running", f"running on {armed.model.label}", model=armed.model.label)
+        events.record(run, EventKind.RUNNING, f"running on {armed.model.label}", model=armed.model.label)
         for note in getattr(armed.tools, "notes", []):
-            events.record(run, "note", note)
+            events.record(run, EventKind.NOTE, note)
         try:
             Engine(run, armed).go()
         finally:
@@ -200,10 +203,10 @@ def waits_for_a_sandbox(run_id: int) -> bool:
     if run is None:  # not a workdir run, or not queued: the claim decides as for any run
         return False
     log.warning("run %s left queued: this worker cannot sandbox (%s)", run_id, problem)
-    ran = run.events.filter(kind="running").order_by("-id").values_list("id", flat=True).first() or 0
-    if not run.events.filter(kind="waiting", id__gt=ran).exists():  # said once while it waits
+    ran = run.events.filter(kind=EventKind.RUNNING).order_by("-id").values_list("id", flat=True).first() or 0
+    if not run.events.filter(kind=EventKind.WAITING, id__gt=ran).exists():  # said once while it waits
         said = f"waiting for a worker that can sandbox: this worker ({worker_label()}) has no working bubblewrap: {problem}"
-        events.record(run, "waiting", said, worker=worker_label())
+        events.record(run, EventKind.WAITING, said, worker=worker_label())
     return True
 
 
@@ -217,7 +220,7 @@ def settle_orphaned_steps(run: Run) -> None:
         return  # a paused or live run keeps its pending steps for the next claim or the sweeper
     settled = settle_pending_steps(run)
     if settled:
-        events.record(run, "note", f"{settled} call(s) whose settle failed counted in full")
+        events.record(run, EventKind.NOTE, f"{settled} call(s) whose settle failed counted in full")
         write_report(run)
 
 
@@ -231,4 +234,4 @@ def release_tools(run: Run, tools) -> None:
     except Exception:  # closing must never turn a finished run into an error
         log.warning("closing the tools of run %s failed", run.pk, exc_info=True)
     for video in getattr(tools, "videos", []):
-        events.record(run, "video", f"video saved: {Path(video).name}", path=video)
+        events.record(run, EventKind.VIDEO, f"video saved: {Path(video).name}", path=video)

@@ -21,7 +21,8 @@ from catalogue.spec import Kind
 from runs import services
 from runs.cli.controls import OVERRIDE_OPTIONS
 from runs.models import ACTIVE_STATES, Approval, ApprovalState, Run, RunState
-from runs.selectors import controls_for, run_history, run_passes
+from runs.selectors import run_history, run_passes
+from runs.states import allowed_controls
 from rysh_site.filters import filter_given
 
 router = Router(tags=["runs"])
@@ -108,7 +109,7 @@ def run_detail(run: Run) -> dict:
         },
         "plan": run.plan,
         "output_dir": run.output_dir,
-        "controls": controls_for(run),
+        "controls": allowed_controls(run),
         "approval_pending": pending.pk if pending else None,
         "passes": passes,
     }

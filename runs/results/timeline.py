@@ -1,4 +1,4 @@
-"""The pass timeline as SVG: token burn per pass against its ceiling, the takeover point,
+"""The pass timeline as SVG: token burn per pass against its ceiling, the wrap-up point,
 and the judge's verdict. Built from numbers only; every text goes through escaping."""
 
 from __future__ import annotations
