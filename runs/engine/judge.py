@@ -22,6 +22,7 @@ from runs.engine.quota import Quota
 from runs.engine.step import apply_reply
 from runs.ledger import Ledger
 from runs.models import Pass, Phase, Run, Step
+from runs.states import EventKind, PauseReason
 
 
 class Judge:
@@ -53,7 +54,7 @@ class Judge:
     def verdict(self, run_pass: Pass) -> str | None:
         Run.objects.filter(pk=self.run.pk).update(phase=Phase.JUDGING)
         self.run.phase = Phase.JUDGING
-        events.record(self.run, "judging", f"pass {run_pass.number}: judging")
+        events.record(self.run, EventKind.JUDGING, f"pass {run_pass.number}: judging")
         result = self._result_of(run_pass)
         spec = self.armed.spec
         # placeholders are filled in until: as in the prompts (docs/recipes.md): the judge of a run on
@@ -88,7 +89,7 @@ class Judge:
                 reservation=reservation,
             )
         except ModelCancelled:
-            self._pause("cancelled")
+            self._pause(PauseReason.CANCELLED)
         except ModelError as exc:
             self._finish(f"judge error: {exc}")
         reply, step = called.reply, called.held.hold
@@ -154,7 +155,7 @@ class Judge:
         self.run.last_verdict = verdict.label
         events.record(
             self.run,
-            "verdict",
+            EventKind.VERDICT,
             f"pass {run_pass.number}: {verdict.label} — {verdict.reason}",
             number=run_pass.number,
             verdict=verdict.label,

@@ -15,6 +15,7 @@ from runs.models import Run, RunState
 from runs.results import snapshots
 from runs.results.report import write_report
 from runs.signals import run_finished, run_paused
+from runs.states import EventKind
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def outcome_write(run: Run, outcome: Outcome) -> None:
 def pause_run(run: Run, reason: str, detail: str = "", **data) -> None:
     Run.objects.filter(pk=run.pk).update(state=RunState.PAUSED, pause_reason=reason, control=keep_stop())
     run.refresh_from_db()
-    events.record(run, "paused", f"paused({reason})" + (f": {detail}" if detail else ""), reason=reason, **data)
+    events.record(run, EventKind.PAUSED, f"paused({reason})" + (f": {detail}" if detail else ""), reason=reason, **data)
     _write_report_or_say(run)
     run_paused.send(sender=Run, run=run, reason=reason)  # notifications listen
 
@@ -68,7 +69,7 @@ def finish_run(run: Run, cause: str) -> None:
         state=RunState.FINISHED, cause=cause, phase="", control="", ended_at=timezone.now()
     )
     run.refresh_from_db()
-    events.record(run, "finished", cause, cause=cause)
+    events.record(run, EventKind.FINISHED, cause, cause=cause)
     _snapshot_or_say(run)
     _write_report_or_say(run)
     run_finished.send(sender=Run, run=run)  # schedules count the outcome; nothing here knows them
@@ -82,7 +83,9 @@ def _write_report_or_say(run: Run) -> None:
         write_report(run)
     except OSError as exc:
         log.warning("run %s: run-report.md not written: %s", run.pk, exc)
-        events.record(run, "note", f"run-report.md not written ({exc.strerror or exc}); the run page shows the report")
+        events.record(
+            run, EventKind.NOTE, f"run-report.md not written ({exc.strerror or exc}); the run page shows the report"
+        )
 
 
 def _snapshot_or_say(run: Run) -> None:
@@ -91,4 +94,4 @@ def _snapshot_or_say(run: Run) -> None:
         snapshots.snapshot_unended_pass(run)
     except OSError as exc:
         log.warning("run %s: last pass's snapshot not kept: %s", run.pk, exc)
-        events.record(run, "note", f"the last pass's results were not kept as a snapshot ({exc})")
+        events.record(run, EventKind.NOTE, f"the last pass's results were not kept as a snapshot ({exc})")

@@ -43,6 +43,7 @@ from runs.engine.step import Call
 from runs.engine.tools import ToolRunner
 from runs.ledger import Ledger
 from runs.models import Control, Pass, PassStop, Phase, Run
+from runs.states import PauseReason
 from rysh_site import tracing
 from spend.quotas import QuotaRefused
 
@@ -187,7 +188,7 @@ class PassEnd:
         stop_check(ctx)
         if not ctx.passes.gate(run_pass):  # a cancel or a stop cut the until_command short
             stop_check(ctx)
-            return End(Pause("cancelled"))
+            return End(Pause(PauseReason.CANCELLED))
         if not ctx.plan.loop_enabled:
             failure = run_pass.gate_failure  # one pass, no judge: the gate alone says done
             return End(Finish(f"unfulfilled: {failure}" if failure else "done"))
@@ -241,7 +242,7 @@ def leg_run(ctx: LoopContext, run_pass: Pass, leg: str) -> str:
     while True:
         control = ctx.controls.before_step()
         if control == Control.CANCEL:
-            ctx.pause("cancelled")
+            ctx.pause(PauseReason.CANCELLED)
         if control == Control.LAND and leg == Phase.TASK:
             return PassStop.LANDED
         left = leg_left(
@@ -293,4 +294,4 @@ def _leg_stop(ctx: LoopContext, reply, max_tokens: int) -> str | None:
 def _after_tool_step(ctx: LoopContext, run_pass: Pass) -> None:
     """Every `interval` steps without auto_continue the run waits for a person (docs/running-loops.md)."""
     if run_pass.leg_steps % ctx.plan.interval == 0 and not ctx.plan.auto_continue:
-        ctx.pause("step cap")
+        ctx.pause(PauseReason.STEP_CAP)

@@ -29,6 +29,7 @@ from runs.engine.quota import QUOTA_CUT, Quota
 from runs.engine.tools import ToolRunner
 from runs.ledger import Ledger
 from runs.models import Run, Step
+from runs.states import EventKind, PauseReason
 
 # what a step's settle saves of the pass: its counters, a fixed size whatever the conversation
 CHECKPOINT_FIELDS = ["leg_steps", "leg_tokens", "leg_seconds", "tokens_counted", "steps_total"]
@@ -91,7 +92,7 @@ class Call:
                 reservation=reservation,
             )
         except ModelCancelled:
-            self._pause("cancelled")
+            self._pause(PauseReason.CANCELLED)
         reply = self._after_call(ctx, called, reservation)
         return reply, called.held.max_tokens
 
@@ -172,7 +173,7 @@ class Call:
             run_pass.save(update_fields=CHECKPOINT_FIELDS)
             events.record(
                 self.run,
-                "step",
+                EventKind.STEP,
                 _step_summary(step, usage.counted),
                 pass_number=run_pass.number,
                 step=step.number,
