@@ -478,7 +478,7 @@ class Chaos(Installation):
         from django.db.models import Sum
 
         from bench.engine import run_overshoot
-        from runs.judge import REPORT_NAME
+        from runs.engine.verdicts import REPORT_NAME
         from runs.models import LedgerEntry, Pass, Run
 
         exchanges = list(self.fake.exchanges)

@@ -33,8 +33,8 @@ from catalogue.sync import recipes_sync
 from evals.views import recipe_evals_context
 from reviews.selectors import change_requests_open_count, change_requests_open_for_recipe
 from reviews.services import plan_delta, text_diff
-from runs.labels import judge_agreement
 from runs.selectors import recipe_runs_recent, recipes_with_last_run
+from runs.workbench.labels import judge_agreement
 from rysh_site.proxies import client_address
 from rysh_site.roles import require, user_can
 from schedules.models import RecipeSchedule

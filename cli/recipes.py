@@ -14,8 +14,9 @@ from catalogue.workdir import find_recipe
 from cli.common import Cli
 from evals.checks import case_check
 from evals.sources import cases_beside
-from runs import rejudge, services
+from runs import services
 from runs.checks import check_report
+from runs.workbench import rejudge
 
 
 def do_check(cli: Cli, target, recipe_args, options):

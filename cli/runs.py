@@ -13,7 +13,7 @@ from budgets.units import parse_duration, parse_tokens
 from cli.common import Cli
 from runs import services
 from runs.arming import RUN_OPTIONS
-from runs.judge import REPORT_NAME
+from runs.engine.verdicts import REPORT_NAME
 from runs.models import Run, RunEvent, RunState
 
 SUCCESS_CAUSES = ("fulfilled", "done")

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from agents.coding_tools import BASH_TOOL
 from evals.grading import Evidence
-from runs.judge import result_files
+from runs.engine.verdicts import result_files
 from runs.models import Phase, Run, Step
-from runs.snapshots import open_result, run_snapshot_files
+from runs.results.snapshots import open_result, run_snapshot_files
 from workspaces import copies
 from workspaces.models import Workspace
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
+from functools import partial
 
 from django.db import transaction
 from django.db.models import Count, Sum
@@ -23,7 +24,7 @@ from django_q.tasks import async_task
 from agents.ports import ModelError, ModelPort, ModelRequest
 from agents.providers import model_for
 from agents.scripted import ScriptError
-from budgets.guard import clamp_max_tokens, input_bound
+from budgets.guard import input_bound
 from evals.copies import case_copy_remove
 from evals.format import Case
 from evals.grading import Evidence, Failure, grade
@@ -31,13 +32,11 @@ from evals.models import CaseResult, CaseState, Suite, SuiteState
 from evals.reading import case_of
 from evals.rubric import RUBRIC_MAX_TOKENS, RUBRIC_SYSTEM, rubric_bound, rubric_messages
 from evals.signals import eval_failed, suite_finished
-from runs import judge as judging
 from runs.engine import finish_run
-from runs.fitting import with_margin
-from runs.ledger import ledger_direct_entry
+from runs.engine import verdicts as judging
+from runs.engine.call import DirectReservation, Held, budgeted_call, call_size, counted_bound
 from runs.models import LedgerEntry, PassStop, Phase, Run, RunState
 from runs.states import Control
-from rysh_site import metrics
 from spend import quotas
 
 log = logging.getLogger(__name__)
@@ -217,42 +216,42 @@ def ask_rubric(
     spent, _ = case_spend(run.pk)
     left = result.worst_tokens - spent
     bound = min(rubric_bound(rubric), input_bound(system=RUBRIC_SYSTEM, tools=[], messages=messages, last=None))
-    max_tokens = clamp_max_tokens(left, bound, ceiling=RUBRIC_MAX_TOKENS)
     try:
         model = model or model_for(run)
     except (ScriptError, OSError) as exc:
         graded.failures.append(Failure("rubric", f"the judge model cannot be reached: {exc}"))
         return
-    if max_tokens is None:  # the byte bound does not fit: an exact count may
-        count = getattr(model, "count_tokens", None)
-        counted = count(_request(run, messages, RUBRIC_MAX_TOKENS)) if count is not None else None
-        if counted is not None:
-            bound = min(bound, with_margin(counted))
-            max_tokens = clamp_max_tokens(left, bound, ceiling=RUBRIC_MAX_TOKENS)
-    if max_tokens is None:
+    # the byte bound that does not fit at all is counted exactly: it may
+    count = partial(counted_bound, model, _request(run, messages, RUBRIC_MAX_TOKENS), bound)
+    sized = call_size(bound, left=left, ceiling=RUBRIC_MAX_TOKENS, count=count, eager=False)
+    if sized.max_tokens is None:
         graded.failures.append(
             Failure(
                 "rubric",
-                f"not asked: its call needs up to {bound:,} tokens and more for the answer, and the case's "
+                f"not asked: its call needs up to {sized.bound:,} tokens and more for the answer, and the case's "
                 f"share of the suite's ceiling has {max(left, 0):,} left",
             )
         )
         return
-    applying = quotas.quotas_for(target=run.target, user_id=result.suite.user_id)
+    reservation = DirectReservation(model=run.judge_model, target=run.target, user_id=result.suite.user_id)
     try:
-        held = quotas.take_direct(applying, model=run.judge_model, tokens=bound + max_tokens)
+        called = budgeted_call(
+            model=model,
+            request=lambda max_tokens, _started: _request(run, messages, max_tokens),
+            label="rubric",
+            sized=sized,
+            count=count,
+            reservation=reservation,
+        )
     except quotas.QuotaRefused as refused:
         graded.failures.append(Failure("rubric", f"not asked: quota: {refused}"))
         return
-    try:
-        with metrics.model_call(run.judge_model, "rubric"):
-            reply = model.complete(_request(run, messages, max_tokens))
     except ModelError as exc:
-        quotas.settle_direct(held, tokens=0, cost=None)
         graded.failures.append(Failure("rubric", f"the judge failed: {exc}"))
         return
+    reply = called.reply
     verdict = judging.parse_verdict(reply.text)
-    _settle(result, run, reply.usage, held)
+    _settle(run, reply.usage, called.held, reservation)
     graded.verdict, graded.reason = verdict.label, verdict.reason
     if not verdict.fulfilled:
         graded.failures.append(Failure("rubric", f"the judge said NO: {verdict.reason}"))
@@ -271,17 +270,9 @@ def _request(run: Run, messages: list, max_tokens: int) -> ModelRequest:
     )
 
 
-def _settle(result: CaseResult, run: Run, usage, held) -> None:
+def _settle(run: Run, usage, held: Held, reservation: DirectReservation) -> None:
     with transaction.atomic():
-        ledger_direct_entry(
-            usage=usage,
-            model=run.judge_model,
-            purpose=PURPOSE,
-            held=held,
-            charged_to_id=result.suite.user_id,
-            run=run,
-            pass_number=max(run.pass_number, 1),
-        )
+        reservation.settle(held, usage, purpose=PURPOSE, run=run, pass_number=max(run.pass_number, 1))
 
 
 # -- the suite's end -----------------------------------------------------------------------------------

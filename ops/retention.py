@@ -34,8 +34,8 @@ from audit.retention import audit_delete_limit
 from audit.services import audit_record
 from catalogue.models import GitDelivery
 from notify.models import Attempt, Delivery, DeliveryState
-from runs import snapshots
 from runs.models import LedgerEntry, Message, PassResult, ResultBlob, Run, RunEvent, RunState, Step
+from runs.results import snapshots
 from runs.selectors import PRUNED
 from rysh_site.chunks import MANY, chunks
 from workspaces.caches import caches_all, caches_due, caches_prune

@@ -11,7 +11,7 @@ from django.db.models import Sum
 from catalogue.recipe.reader import RecipeError, split_frontmatter
 from reviews.services import DiffLine, text_diff
 from runs.models import LedgerEntry, Pass, PassResult, Run
-from runs.snapshots import open_result, run_snapshot_files
+from runs.results.snapshots import open_result, run_snapshot_files
 from workspaces import copies
 from workspaces.copies import CopyError
 from workspaces.models import WorkspacePass

@@ -20,7 +20,7 @@ from budgets.units import PAGE, UnitError, format_tokens, parse_tokens
 from catalogue.plan_report import models_for
 from catalogue.recipe import RecipeError, parse_recipe
 from catalogue.repo import open_repo
-from runs import events, snapshots
+from runs import events
 from runs.arming import (
     EFFORT_OVERRIDE,
     ITERATE_OVERRIDE,
@@ -34,6 +34,7 @@ from runs.arming import (
 from runs.fork_points import BROWSER_NOT_RESTORED, fork_caveat, fork_points  # noqa: F401 (the interface)
 from runs.models import LedgerEntry, Pass, Run
 from runs.outlook import WorstCase
+from runs.results import snapshots
 from runs.services import FORK_SLOT, ForkStart, RecipeSource, RunRefused, run_start
 from runs.states import EventKind
 from rysh_site.roles import require

@@ -19,11 +19,11 @@ from django.template.loader import render_to_string
 from audit.selectors import audit_for_run
 from catalogue.markdown import render_markdown
 from runs import selectors
-from runs.labels import run_passes_labelled
 from runs.models import ApprovalState, Run
-from runs.report import render_report
+from runs.results.report import render_report
+from runs.results.timeline import timeline_svg
 from runs.states import allowed_controls
-from runs.timeline import timeline_svg
+from runs.workbench.labels import run_passes_labelled
 from rysh_site.roles import NEEDS, roles_of
 from spend.selectors import installation_quota_bar
 from workspaces.selectors import workspace_context

@@ -15,8 +15,7 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 
 from budgets.units import format_duration, format_tokens
-from runs import snapshots
-from runs.judge import result_files
+from runs.engine.verdicts import result_files
 from runs.models import (
     ACTIVE_STATES,
     Approval,
@@ -30,7 +29,8 @@ from runs.models import (
     StepStatus,
     WorkerBeat,
 )
-from runs.report import cache_hit_percent
+from runs.results import snapshots
+from runs.results.report import cache_hit_percent
 from runs.states import EventKind, PauseReason, allowed_controls
 from rysh_site.filters import filter_given
 from spend.prices import FREE_MODELS

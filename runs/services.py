@@ -37,7 +37,7 @@ from runs.engine import finish_run
 from runs.ledger import settle_pending_steps
 from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Control, Grant, Pass, Run, RunState
 from runs.outlook import WorstCase, price_warnings, quota_lines
-from runs.report import write_report
+from runs.results.report import write_report
 from runs.selectors import run_pruned, worker_sandboxes
 from runs.signals import run_paused
 from runs.slots import run_slot, slot_folder

@@ -28,12 +28,14 @@ from catalogue.models import Recipe
 from catalogue.selectors import recipe_args
 from catalogue.spec import Kind
 from catalogue.views import _get_recipe_for_user
-from runs import labels, live, selectors, services, snapshots
+from runs import live, selectors, services
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
 from runs.lineage import lineage_context, passes_marked
 from runs.models import Approval, Pass, PassResult, Run, Step
 from runs.outlook import recipe_outlook
-from runs.report import plan_lines_from_snapshot
+from runs.results import snapshots
+from runs.results.report import plan_lines_from_snapshot
+from runs.workbench import labels
 from rysh_site.csv_export import csv_cell, csv_writer
 from rysh_site.paths import UnsafePath, safe_child
 from rysh_site.roles import require

@@ -21,11 +21,11 @@ from runs.engine import Engine, finish_run
 from runs.ledger import settle_pending_steps
 from runs.models import Run, RunEvent, RunState
 from runs.quota_waits import quota_wake
-from runs.rejudge import rejudge_execute, rejudges_sweep_lost
-from runs.report import write_report
+from runs.results.report import write_report
 from runs.services import enqueue_run, runs_sweep_lost
 from runs.states import EventKind
 from runs.wiring import arm_run, sandbox_missing
+from runs.workbench.rejudge import rejudge_execute, rejudges_sweep_lost
 from rysh_site import tracing
 from workspaces.setup import SetupFailed
 

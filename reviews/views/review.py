@@ -33,7 +33,7 @@ from reviews.services import (
 )
 from runs.models import Rejudge
 from runs.outlook import schedule_outlook
-from runs.rejudge import (
+from runs.workbench.rejudge import (
     SCRIPTED_NOTE,
     RejudgeRefused,
     provider_label,

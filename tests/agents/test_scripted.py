@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from agents.ports import ModelCancelled, ModelError, ModelRequest
 from agents.scripted import ScriptedModel, ScriptError
-from runs.judge import judge_message
+from runs.engine.verdicts import judge_message
 
 DEMO = Path(__file__).resolve().parents[2] / "demo/recipes/.rysh/automations/tasks/reading-list.script.yaml"
 SCRIPT = {

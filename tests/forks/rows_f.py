@@ -10,8 +10,8 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from runs import snapshots
 from runs.models import LedgerEntry, Pass, Run
+from runs.results import snapshots
 
 RECIPE = """---
 loop:

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from audit.models import AuditEntry
 from budgets.units import PAGE
-from runs import services, snapshots
+from runs import services
 from runs.arming import arm
 from runs.forks import ForkEdits, ForkRefused, budget_overrides, fork_plan, fork_points, run_fork
 from runs.models import LedgerEntry, Pass, Run, RunState
+from runs.results import snapshots
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 from tests.forks.fork_fixtures import (  # noqa: F401 (fixtures)

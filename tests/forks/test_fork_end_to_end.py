@@ -13,9 +13,10 @@ import pytest
 from catalogue.sync import recipes_sync
 from reviews.models import ChangeRequest
 from reviews.services import text_diff
-from runs import services, snapshots, worker
+from runs import services, worker
 from runs.forks import ForkEdits, run_fork
 from runs.models import LedgerEntry, Pass, Run
+from runs.results import snapshots
 from runs.wiring import arm_run
 from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401 (fixture)
 from tests.forks.fork_fixtures import files_of_commit, files_of_folder, files_of_tree

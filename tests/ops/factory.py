@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from runs.models import LedgerEntry, Message, Pass, PassResult, ResultBlob, Run, RunEvent, RunState, Step
-from runs.snapshots import blob_path
+from runs.results.snapshots import blob_path
 
 STEPS, MESSAGES, EVENTS = 2, 3, 2
 TEXT = "the model said a long thing " * 20

@@ -15,7 +15,7 @@ WORKER = """
 import json, sys
 import django
 django.setup()
-import runs.worker, runs.engine, runs.engine_tools, runs.events, agents.anthropic_model, django_q.cluster
+import runs.worker, runs.engine, runs.engine.tools, runs.events, agents.anthropic_model, django_q.cluster
 from django_q import conf
 from rysh_site import metrics, tracing
 # every hook a worker calls, off: no-ops that load nothing

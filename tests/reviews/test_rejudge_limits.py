@@ -9,8 +9,8 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.test import Client
 
-from runs import rejudge as rj
 from runs.models import Rejudge, RejudgeState
+from runs.workbench import rejudge as rj
 from runs.worker import execute_rejudge
 from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401 (fixture)
 from tests.recipes_git import login, make_user, work  # noqa: F401

@@ -7,8 +7,8 @@ from django.test import Client
 
 from audit.models import AuditEntry
 from reviews.models import ChangeRequest
-from runs import rejudge as rj
 from runs.models import LedgerEntry, Rejudge
+from runs.workbench import rejudge as rj
 from runs.worker import execute_rejudge
 from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401 (fixture)
 from tests.recipes_git import login, make_user, recipe_text, work  # noqa: F401

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runs import snapshots
 from runs.models import Pass, Run, RunState, VerdictLabel
+from runs.results import snapshots
 
 
 def judged_run(folder: Path, passes: list[tuple[str, str]], *, kind: str = "task", name: str = "report") -> Run:

@@ -181,7 +181,7 @@ def test_a_dropped_database_leaves_the_run_to_the_sweeper_and_the_call_counted(s
 def test_a_report_the_folder_refuses_never_changes_how_the_run_ended(start, monkeypatch):
     """bench.chaos: the results folder unwritable at the moment a run finished made the
     engine finish it a second time with `error: PermissionError`, and no signal was sent."""
-    from runs import engine
+    from runs.engine import outcome
     from runs.signals import run_finished
     from tests.conftest import drive
     from tests.fake_model import FakeModel
@@ -190,7 +190,7 @@ def test_a_report_the_folder_refuses_never_changes_how_the_run_ended(start, monk
         raise PermissionError(13, "Permission denied")
 
     finished = []
-    monkeypatch.setattr(engine, "write_report", refuse)
+    monkeypatch.setattr(outcome, "write_report", refuse)
     run_finished.connect(lambda sender, run, **_: finished.append(run.cause), weak=False, dispatch_uid="t")
     try:
         run = drive(start(RECIPE), FakeModel(task=[{"text": "Done."}]))

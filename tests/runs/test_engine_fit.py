@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.anthropic_model import AnthropicModel
-from runs import fitting, worker
+from runs import worker
 from runs.arming import reminder
 from runs.conversation import clear_old_results
+from runs.engine import fitting
 from runs.models import LedgerEntry, Message, Pass, Run
 from runs.wiring import arm_run
 from tests.conftest import drive

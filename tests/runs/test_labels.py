@@ -7,9 +7,9 @@ import pytest
 from django.contrib.auth.models import User
 
 from audit.models import AuditEntry
-from runs import labels
-from runs.labels import LabelRefused, judge_agreement, until_of, verdict_label_clear, verdict_label_set
 from runs.models import Pass, Run, VerdictLabel
+from runs.workbench import labels
+from runs.workbench.labels import LabelRefused, judge_agreement, until_of, verdict_label_clear, verdict_label_set
 from tests.conftest import drive
 from tests.fake_model import FakeModel
 

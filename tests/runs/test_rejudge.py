@@ -5,8 +5,8 @@ from decimal import Decimal
 import pytest
 
 from budgets.plan import JUDGE_MAX_TOKENS
-from runs import rejudge as rj
 from runs.models import LedgerEntry, Rejudge, RejudgeState
+from runs.workbench import rejudge as rj
 from spend.models import Quota, Scope
 from spend.services import quota_set
 from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401 (fixture)

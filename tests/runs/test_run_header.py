@@ -12,7 +12,7 @@ from budgets.units import PAGE
 from catalogue.recipe import parse_recipe
 from runs.arming import plan_snapshot
 from runs.models import Run
-from runs.report import plan_lines_from_snapshot
+from runs.results.report import plan_lines_from_snapshot
 from runs.selectors import live_row, pass_caps
 
 # 120p over 2 passes: 60p a pass, split 54p + 6p, the 6p wrap-up floored to 1b (200p): a pass's

@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ops.apps import RETENTION_SCHEDULE
-from runs import selectors, snapshots
+from runs import selectors
 from runs.models import Pass, PassResult, ResultBlob, Run
-from runs.report import render_report
+from runs.results import snapshots
+from runs.results.report import render_report
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
 from tests.runs.test_view_runs import client_for, user_with

@@ -71,7 +71,8 @@ def test_it_knows_every_event_kind_the_code_records():
 def test_it_knows_every_pause_reason_the_code_writes():
     seen = set()
     for path, tree in product_sources():
-        reasons = list(written(tree, callee="_pause", position=0))
+        # a collaborator's self._pause, a stage's ctx.pause, an outcome's Pause(...) (runs/engine/)
+        reasons = [arg for callee in ("_pause", "pause", "Pause") for arg in written(tree, callee=callee, position=0)]
         for node in ast.walk(tree):
             if isinstance(node, ast.keyword) and node.arg == "pause_reason":
                 reasons.append(node.value)

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from runs import snapshots, views
+from runs import views
+from runs.results import snapshots
 from runs.views import TEXT_VIEW_LIMIT
 from tests.runs.test_view_runs import client_for, finished, user_with  # noqa: F401 - a fixture
 

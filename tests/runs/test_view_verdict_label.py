@@ -4,8 +4,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from audit.models import AuditEntry
-from runs.labels import verdict_label_set
 from runs.models import Pass, VerdictLabel
+from runs.workbench.labels import verdict_label_set
 from tests.conftest import drive
 from tests.fake_model import FakeModel
 from tests.runs.test_labels import JUDGED

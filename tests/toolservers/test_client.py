@@ -275,7 +275,7 @@ def test_an_http_result_past_1_mb_is_read_up_to_the_cap_and_a_larger_one_is_a_to
 
 
 def test_the_cut_marker_says_which_limit_cut_and_a_second_cut_keeps_the_original_size():
-    from runs.fitting import cut_results
+    from runs.engine.fitting import cut_results
 
     tools = McpTools(Inner(), [stdio("flaky")], allowed={"flaky": None}, result_chars=1000)
     try:

@@ -4,7 +4,7 @@ recipe: --keep, else RYSH_SNAPSHOT_KEEP_RUNS; 0 keeps all) and say what it freed
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from runs import snapshots
+from runs.results import snapshots
 
 
 class Command(BaseCommand):

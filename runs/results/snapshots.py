@@ -24,7 +24,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from budgets.plan import JUDGE_RESULT_CAP_BYTES
-from runs.judge import result_files
+from runs.engine.verdicts import result_files
 from runs.models import Pass, PassResult, ResultBlob, Run, RunState
 from rysh_site.chunks import MANY, chunks
 

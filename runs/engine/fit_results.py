@@ -1,5 +1,5 @@
 """Near the edge: tool results that fit what the leg has left (the pure arithmetic is in
-runs.fitting). Tools read no more than the next call could take, and what still does not fit
+runs.engine.fitting). Tools read no more than the next call could take, and what still does not fit
 is cut (or earlier results cleared) so the next call has room for a useful answer."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from collections.abc import Callable
 
 from agents.ports import ModelReply
 from budgets.guard import MIN_USEFUL_OUTPUT, REQUEST_OVERHEAD, JobSpent, LastCall, input_bound, leg_left, size
-from runs import fitting
 from runs.arming import reminder
 from runs.conversation import Conversation
-from runs.engine_parts import Armed, StepContext
+from runs.engine import fitting
+from runs.engine.context import Armed, StepContext
 from runs.ledger import Ledger
 from runs.models import Phase
 

@@ -12,13 +12,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.ports import GateOutcome
-from runs import events, snapshots
-from runs import judge as judging
+from runs import events
 from runs.arming import first_message, resumed_message, seeded_message
 from runs.conversation import Conversation
-from runs.engine_controls import keep_stop
-from runs.engine_parts import Armed
+from runs.engine import verdicts as judging
+from runs.engine.context import Armed
+from runs.engine.controls import keep_stop
 from runs.models import Pass, Phase, Run, StepStatus
+from runs.results import snapshots
+from runs.states import EventKind
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +66,7 @@ class Passes:
                     {"tool_use_id": c.get("id", ""), "content": LOST_CALL, "is_error": True} for c in step.tool_calls
                 ]
                 step.save(update_fields=["tool_results"])
-        events.record(self.run, "note", f"{len(calls)} tool call(s) lost with the worker: outcome unknown")
+        events.record(self.run, EventKind.NOTE, f"{len(calls)} tool call(s) lost with the worker: outcome unknown")
 
     def start(self, number: int, previous: Pass | None) -> Pass:
         spec, out, workdir = self.armed.spec, str(self.armed.output_dir), self.armed.workdir
@@ -96,7 +98,7 @@ class Passes:
             self.conversation = Conversation.start(run_pass, text) if created else Conversation.load(run_pass)
         Run.objects.filter(pk=self.run.pk).update(pass_number=number, phase=Phase.TASK)
         self.run.pass_number, self.run.phase = number, Phase.TASK
-        events.record(self.run, "pass.started", f"pass {number}/{self.plan.passes} started", number=number)
+        events.record(self.run, EventKind.PASS_STARTED, f"pass {number}/{self.plan.passes} started", number=number)
         return run_pass
 
     def _forked_message(self, number: int) -> str:
@@ -131,7 +133,7 @@ class Passes:
         self.run.refresh_from_db(fields=["phase", "control"])
         events.record(
             self.run,
-            "wrap-up",
+            EventKind.WRAP_UP,
             f"pass {run_pass.number}: the task leg stopped ({stop}); the wrap-up prompt takes the wheel",
             stop=str(stop),
         )
@@ -147,7 +149,7 @@ class Passes:
         self.conversation = None
         events.record(
             self.run,
-            "pass.ended",
+            EventKind.PASS_ENDED,
             f"pass {run_pass.number} ended: task "
             f"{run_pass.task_stop}" + (f", wrap-up {run_pass.wrap_up_stop}" if run_pass.takeover_used else ""),
             number=run_pass.number,
@@ -163,14 +165,18 @@ class Passes:
             return True
         if outcome.interrupted:
             said = f"pass {run_pass.number}: until_command stopped ({outcome.interrupted}); it runs again if the run goes on"
-            events.record(self.run, "note", said)
+            events.record(self.run, EventKind.NOTE, said)
             return False
         run_pass.gate_command, run_pass.gate_status = outcome.command, outcome.exit_status
         run_pass.gate_output = outcome.output
         run_pass.save(update_fields=["gate_command", "gate_status", "gate_output"])
         said = run_pass.gate_failure or f"until_command `{outcome.command}` exited 0"
         events.record(
-            self.run, "gate", f"pass {run_pass.number}: {said}", number=run_pass.number, exit_status=outcome.exit_status
+            self.run,
+            EventKind.GATE,
+            f"pass {run_pass.number}: {said}",
+            number=run_pass.number,
+            exit_status=outcome.exit_status,
         )
         return True
 
@@ -198,7 +204,9 @@ class Passes:
             ended(run_pass.number)
         except Exception as exc:
             log.warning("run %s pass %s: the tools' pass end failed", self.run.pk, run_pass.number, exc_info=True)
-            events.record(self.run, "note", f"pass {run_pass.number}: its working copy was not measured ({exc})")
+            events.record(
+                self.run, EventKind.NOTE, f"pass {run_pass.number}: its working copy was not measured ({exc})"
+            )
 
     def _newest_result(self) -> tuple[str, str] | None:
         return judging.newest_result(self.armed.output_dir, since=self._since())
@@ -213,5 +221,5 @@ class Passes:
             return snapshots.snapshot_pass(run_pass, self.armed.output_dir, since=self._since())
         except OSError as exc:
             log.warning("run %s pass %s: snapshot not kept: %s", self.run.pk, run_pass.number, exc)
-            events.record(self.run, "note", f"pass {run_pass.number}: results not kept as a snapshot ({exc})")
+            events.record(self.run, EventKind.NOTE, f"pass {run_pass.number}: results not kept as a snapshot ({exc})")
             return []

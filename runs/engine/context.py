@@ -1,21 +1,27 @@
-"""What the engine (runs.engine) and its collaborators share: the armed job, the step in hand,
-and the exception with which a worker lets go of a paused run."""
+"""What the engine's stages (runs.engine.stages) and their collaborators share: the armed job, the
+loop's context (the run, its dependencies, how it pauses and finishes) and the step in hand."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from agents.ports import ModelPort, ToolsPort
 from budgets.plan import Plan
 from catalogue.recipe import render
 from catalogue.spec import RecipeSpec
 from runs.conversation import Conversation
-from runs.models import Pass
+from runs.models import Pass, Run
 
-
-class Paused(Exception):
-    """The run left the worker paused (cancelled, step cap); its checkpoint is saved."""
+if TYPE_CHECKING:  # the collaborators, named for a checker: each imports this module
+    from runs.engine.controls import Controls
+    from runs.engine.judge import Judge
+    from runs.engine.passes import Passes
+    from runs.engine.quota import Quota
+    from runs.engine.step import Call
+    from runs.ledger import Ledger
 
 
 @dataclass
@@ -48,3 +54,25 @@ class StepContext:
     conversation: Conversation
     tools: list
     seconds_left: float
+
+
+@dataclass
+class LoopContext:
+    """The one context every stage of the loop reads (runs.engine.stages): the run, its armed
+    job and the collaborators that keep its state. `pause` and `finish` raise Interrupted with
+    the outcome; the engine writes it once (runs.engine.outcome)."""
+
+    run: Run
+    armed: Armed
+    ledger: Ledger
+    controls: Controls
+    passes: Passes
+    quota: Quota
+    call: Call
+    judge: Judge
+    pause: Callable[..., NoReturn]
+    finish: Callable[[str], NoReturn]
+
+    @property
+    def plan(self) -> Plan:
+        return self.armed.plan

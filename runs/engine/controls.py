@@ -10,8 +10,9 @@ from django.conf import settings
 from django.db.models import Case, Value, When
 
 from runs import approvals
-from runs.engine_parts import Armed
+from runs.engine.context import Armed
 from runs.models import Control, Pass, Run, RunState, Step
+from runs.states import interruption
 
 CONTROL_POLL_SECONDS = 0.5
 
@@ -29,7 +30,7 @@ class Controls:
         now = time.monotonic()
         if force or now - self._checked >= CONTROL_POLL_SECONDS:
             self._checked = now
-            self.run.control = Run.objects.filter(pk=self.run.pk).values_list("control", flat=True).first() or ""
+            self.run.control = interruption(self.run) or ""
         return self.run.control
 
     def read_back(self) -> None:

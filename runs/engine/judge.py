@@ -1,6 +1,6 @@
 """The judge (docs/running-loops.md): after each pass, a fresh call of the judge model reads what the pass
 saved against `until` and answers YES or NO with a reason. Its tokens count against the job,
-under the same hard ceiling and quotas as any step (its verdict parsing is runs.judge)."""
+under the same hard ceiling and quotas as any step (its verdict parsing is runs.engine.verdicts)."""
 
 from __future__ import annotations
 
@@ -11,22 +11,23 @@ from functools import partial
 from django.db import transaction
 
 from agents.ports import ModelCancelled, ModelError, ModelReply, ModelRequest
-from budgets.guard import clamp_max_tokens, input_bound
+from budgets.guard import input_bound
 from budgets.plan import JUDGE_MAX_TOKENS
-from runs import events, fitting
-from runs import judge as judging
-from runs.engine_call import apply_reply, exact_count
-from runs.engine_controls import Controls
-from runs.engine_parts import Armed
-from runs.engine_quota import Quota
+from runs import events
+from runs.engine import verdicts as judging
+from runs.engine.call import StepReservation, budgeted_call, call_size, counted_bound
+from runs.engine.context import Armed
+from runs.engine.controls import Controls
+from runs.engine.quota import Quota
+from runs.engine.step import apply_reply
 from runs.ledger import Ledger
-from runs.models import Pass, Phase, Run, Step, StepStatus
-from rysh_site import metrics
-from spend.quotas import QuotaRefused
+from runs.models import Pass, Phase, Run, Step
+from runs.states import EventKind, PauseReason
 
 
 class Judge:
-    """One pass judged: its verdict label, or None when the run ended (or paused) instead."""
+    """One pass judged: its verdict label (a run that cannot be judged ends or pauses instead:
+    `finish` and `pause` raise)."""
 
     def __init__(
         self,
@@ -53,7 +54,7 @@ class Judge:
     def verdict(self, run_pass: Pass) -> str | None:
         Run.objects.filter(pk=self.run.pk).update(phase=Phase.JUDGING)
         self.run.phase = Phase.JUDGING
-        events.record(self.run, "judging", f"pass {run_pass.number}: judging")
+        events.record(self.run, EventKind.JUDGING, f"pass {run_pass.number}: judging")
         result = self._result_of(run_pass)
         spec = self.armed.spec
         # placeholders are filled in until: as in the prompts (docs/recipes.md): the judge of a run on
@@ -65,45 +66,36 @@ class Judge:
         left = (
             (self.plan.outer_tokens - self.run.tokens_counted) if self.plan.outer_tokens else bound + JUDGE_MAX_TOKENS
         )
-        max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
-        counted = fitting.worth_counting(max_tokens, JUDGE_MAX_TOKENS)
-        if counted:
-            bound = self._bound(run_pass, messages, bound)
-            max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
-        if max_tokens is None:
+        count = partial(self._bound, run_pass, messages, bound)
+        sized = call_size(bound, left=left, ceiling=JUDGE_MAX_TOKENS, count=count)
+        if sized.max_tokens is None:
             self._finish("budget exhausted")
-            return None
-        recount = None if counted else partial(self._bound, run_pass, messages, bound)
-        while True:
-            fitted, applying, bound = self.quota.fit(bound, max_tokens, self.run.judge_model, recount)
-            try:
-                step = self.ledger.reserve(
-                    run_pass,
-                    leg=Phase.JUDGING,
-                    model=self.run.judge_model,
-                    max_tokens=fitted,
-                    bound=bound,
-                    message_count=0,
-                    applying=applying,
-                )
-                break
-            except QuotaRefused as refused:
-                self.quota.wait(refused, self.run.judge_model)
-        self.quota.reserved()
-        max_tokens = fitted
-        started = time.monotonic()
+        reservation = StepReservation(
+            self.ledger,
+            self.quota,
+            run_pass,
+            leg=Phase.JUDGING,
+            model=self.run.judge_model,
+            message_count=0,
+            wait_refused=True,
+        )
         try:
-            with metrics.model_call(self.run.judge_model, "judge"):
-                reply = self.armed.model.complete(self._request(run_pass, messages, max_tokens, seconds=300))
+            called = budgeted_call(
+                model=self.armed.model,
+                request=partial(self._request, run_pass, messages, seconds=300),
+                label="judge",
+                sized=sized,
+                count=count,
+                reservation=reservation,
+            )
         except ModelCancelled:
-            self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
-            self._pause("cancelled")
+            self._pause(PauseReason.CANCELLED)
         except ModelError as exc:
-            self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
             self._finish(f"judge error: {exc}")
-            return None
+        reply, step = called.reply, called.held.hold
+        started = called.started
         verdict = judging.gated(judging.parse_verdict(reply.text), run_pass.gate_failure)
-        self._settle(run_pass, step, reply, verdict, time.monotonic() - started)
+        self._settle(run_pass, step, reply, verdict, time.monotonic() - started, reservation, called.held)
         return verdict.label
 
     def _evidence(self, run_pass: Pass) -> list[tuple[str, str]]:
@@ -131,23 +123,27 @@ class Judge:
     def _bound(self, run_pass: Pass, messages: list, bound: int) -> int:
         """The judge's input counted exactly where that beats its byte bound: a 20 KB result
         bounds at 20,000 tokens by its bytes; it counts about 5,000."""
-        counted = exact_count(self.armed, self._request(run_pass, messages, JUDGE_MAX_TOKENS, seconds=60))
-        return min(bound, counted) if counted is not None else bound
+        request = self._request(run_pass, messages, JUDGE_MAX_TOKENS, seconds=60)
+        return counted_bound(self.armed.model, request, bound, exact=self.armed.exact_counts)
 
-    def _request(self, run_pass: Pass, messages: list, max_tokens: int, *, seconds: float) -> ModelRequest:
+    def _request(
+        self, run_pass: Pass, messages: list, max_tokens: int, started: float | None = None, *, seconds: float
+    ) -> ModelRequest:
         return ModelRequest(
             model=self.run.judge_model,
             system=judging.JUDGE_SYSTEM,
             messages=messages,
             tools=[],
             max_tokens=max_tokens,
-            deadline=time.monotonic() + seconds,
+            deadline=(time.monotonic() if started is None else started) + seconds,
             purpose=Phase.JUDGING,
             pass_number=run_pass.number,
             cancelled=self.controls.cancel_requested,
         )
 
-    def _settle(self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float) -> None:
+    def _settle(
+        self, run_pass: Pass, step: Step, reply: ModelReply, verdict, seconds: float, reservation, held
+    ) -> None:
         apply_reply(step, reply, seconds)
         run_pass.verdict, run_pass.reason = verdict.label, verdict.reason
         run_pass.tokens_counted += reply.usage.counted
@@ -155,11 +151,11 @@ class Judge:
             run_pass.save()
             Run.objects.filter(pk=self.run.pk).update(last_verdict=verdict.label)
             # the judge's clock is not the pass's: its seconds stay off the loop's clock
-            self.ledger.settle(step, reply.usage, clock_seconds=0)
+            reservation.settle(held, reply.usage, clock_seconds=0)
         self.run.last_verdict = verdict.label
         events.record(
             self.run,
-            "verdict",
+            EventKind.VERDICT,
             f"pass {run_pass.number}: {verdict.label} — {verdict.reason}",
             number=run_pass.number,
             verdict=verdict.label,

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 from django.conf import settings
@@ -27,24 +27,22 @@ from django.db.models import F
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from agents.ports import ModelError, ModelPort, ModelRequest, Usage
+from agents.ports import ModelError, ModelPort, ModelRequest
 from agents.providers import ProviderError, choose_provider, model_for, preflight_anthropic
 from agents.scripted import ScriptError
 from audit.services import audit_record
-from budgets.guard import clamp_max_tokens, input_bound
+from budgets.guard import input_bound
 from budgets.plan import JUDGE_MAX_TOKENS
 from budgets.prices import format_money
 from budgets.quota import DAY, window_end, window_start
 from budgets.units import format_tokens
 from catalogue.recipe import RecipeError, parse_recipe, render
 from catalogue.spec import RecipeSpec
-from runs import judge as judging
-from runs import snapshots
-from runs.fitting import with_margin
-from runs.ledger import ledger_direct_entry
+from runs.engine import verdicts as judging
+from runs.engine.call import Called, DirectReservation, budgeted_call, call_size, counted_bound
 from runs.models import Pass, Phase, Rejudge, RejudgeItem, RejudgeState, Run, RunState, VerdictLabel
+from runs.results import snapshots
 from runs.services import SCRIPTED_MODEL, RunRefused, recipe_source
-from rysh_site import metrics
 from spend import quotas
 from spend.prices import micros_per_token
 from workspaces.selectors import working_folder
@@ -417,32 +415,28 @@ def _judge_one(rejudge: Rejudge, item: RejudgeItem, candidate: Candidate, model:
     messages = judge_messages(rejudge.until, candidate)
     left = rejudge.budget_tokens - rejudge.tokens_counted
     bound = judge_bound(rejudge.until, candidate)
-    max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
-    if max_tokens is None:  # the byte bound does not fit: an exact count may
-        bound = _counted_bound(model, _request(rejudge, candidate, messages, JUDGE_MAX_TOKENS), bound)
-        max_tokens = clamp_max_tokens(left, bound, ceiling=JUDGE_MAX_TOKENS)
-    if max_tokens is None:
+    count = partial(counted_bound, model, _request(rejudge, candidate, messages, JUDGE_MAX_TOKENS), bound)
+    # the byte bound that does not fit at all is counted exactly: it may
+    sized = call_size(bound, left=left, ceiling=JUDGE_MAX_TOKENS, count=count, eager=False)
+    if sized.max_tokens is None:
         return "budget exhausted"
-    applying = quotas.quotas_for(target=rejudge.target, user_id=rejudge.requested_by_id)
+    reservation = DirectReservation(model=rejudge.judge_model, target=rejudge.target, user_id=rejudge.requested_by_id)
     try:
-        held = quotas.take_direct(applying, model=rejudge.judge_model, tokens=bound + max_tokens)
+        called = budgeted_call(
+            model=model,
+            request=lambda max_tokens, _started: _request(rejudge, candidate, messages, max_tokens),
+            label="rejudge",
+            sized=sized,
+            count=count,
+            reservation=reservation,
+        )
     except quotas.QuotaRefused as refused:
         return f"quota: {refused}"
-    try:
-        with metrics.model_call(rejudge.judge_model, "rejudge"):
-            reply = model.complete(_request(rejudge, candidate, messages, max_tokens))
     except ModelError as exc:
-        quotas.settle_direct(held, tokens=0, cost=None)
         return f"judge error: {exc}"
-    verdict = judging.parse_verdict(reply.text)
-    _settle(rejudge, item, reply.usage, verdict, held)
+    verdict = judging.parse_verdict(called.reply.text)
+    _settle(rejudge, item, called, verdict, reservation)
     return None
-
-
-def _counted_bound(model: ModelPort, request: ModelRequest, bound: int) -> int:
-    count = getattr(model, "count_tokens", None)
-    counted = count(request) if count is not None else None
-    return bound if counted is None else min(bound, with_margin(counted))
 
 
 def _request(rejudge: Rejudge, candidate: Candidate, messages: list, max_tokens: int) -> ModelRequest:
@@ -458,16 +452,10 @@ def _request(rejudge: Rejudge, candidate: Candidate, messages: list, max_tokens:
     )
 
 
-def _settle(rejudge: Rejudge, item: RejudgeItem, usage: Usage, verdict, held) -> None:
+def _settle(rejudge: Rejudge, item: RejudgeItem, called: Called, verdict, reservation: DirectReservation) -> None:
+    usage = called.reply.usage
     with transaction.atomic():
-        money = ledger_direct_entry(
-            usage=usage,
-            model=rejudge.judge_model,
-            purpose=PURPOSE,
-            held=held,
-            charged_to_id=rejudge.requested_by_id,
-            rejudge=rejudge,
-        )
+        money = reservation.settle(called.held, usage, purpose=PURPOSE, rejudge=rejudge)
         item.new_verdict, item.new_reason, item.tokens_counted = verdict.label, verdict.reason, usage.counted
         item.save(update_fields=["new_verdict", "new_reason", "tokens_counted"])
         changes = {"tokens_counted": F("tokens_counted") + usage.counted}

@@ -16,19 +16,20 @@ from functools import partial
 
 from django.db import transaction
 
-from agents.ports import ModelCancelled, ModelError, ModelReply, ModelRequest
+from agents.ports import ModelCancelled, ModelReply, ModelRequest
 from budgets.efforts import takes_effort
-from budgets.guard import DEFAULT_MAX_OUTPUT, LastCall, clamp_max_tokens, input_bound
-from runs import events, fitting
+from budgets.guard import DEFAULT_MAX_OUTPUT, LastCall, input_bound
+from runs import events
 from runs.conversation import without_images
-from runs.engine_controls import Controls
-from runs.engine_fitting import ResultFitter
-from runs.engine_parts import Armed, StepContext
-from runs.engine_quota import QUOTA_CUT, Quota
-from runs.engine_tools import ToolRunner
+from runs.engine.call import Called, StepReservation, budgeted_call, call_size, exact_count
+from runs.engine.context import Armed, StepContext
+from runs.engine.controls import Controls
+from runs.engine.fit_results import ResultFitter
+from runs.engine.quota import QUOTA_CUT, Quota
+from runs.engine.tools import ToolRunner
 from runs.ledger import Ledger
-from runs.models import Run, Step, StepStatus
-from rysh_site import metrics
+from runs.models import Run, Step
+from runs.states import EventKind, PauseReason
 
 # what a step's settle saves of the pass: its counters, a fixed size whatever the conversation
 CHECKPOINT_FIELDS = ["leg_steps", "leg_tokens", "leg_seconds", "tokens_counted", "steps_total"]
@@ -68,20 +69,32 @@ class Call:
             messages=ctx.conversation.messages,
             last=self.ledger.last_call(ctx.run_pass),
         )
-        max_tokens = clamp_max_tokens(tokens_left, bound)
-        counted = fitting.worth_counting(max_tokens, DEFAULT_MAX_OUTPUT)
-        if counted:
-            bound = self._counted_bound(ctx, bound)
-            max_tokens = clamp_max_tokens(tokens_left, bound)
-        if max_tokens is None:
+        count = partial(self._counted_bound, ctx, bound)
+        sized = call_size(bound, left=tokens_left, ceiling=DEFAULT_MAX_OUTPUT, count=count)
+        if sized.max_tokens is None:
             return None
-        recount = None if counted else partial(self._counted_bound, ctx, bound)
-        max_tokens, applying, bound = self.quota.fit(
-            bound, max_tokens, self.run.executor_model, recount, none_known=self.ledger.no_quota_since_settle()
+        reservation = StepReservation(
+            self.ledger,
+            self.quota,
+            ctx.run_pass,
+            leg=ctx.leg,
+            model=self.run.executor_model,
+            message_count=len(ctx.conversation),
+            none_known=self.ledger.no_quota_since_settle(),
         )
-        reply = self._call(ctx, max_tokens, bound, applying)
-        self.quota.reserved()
-        return reply, max_tokens
+        try:
+            called = budgeted_call(
+                model=self.armed.model,
+                request=partial(self._request, ctx, ctx.conversation.messages),
+                label=ctx.leg,
+                sized=sized,
+                count=count,
+                reservation=reservation,
+            )
+        except ModelCancelled:
+            self._pause(PauseReason.CANCELLED)
+        reply = self._after_call(ctx, called, reservation)
+        return reply, called.held.max_tokens
 
     def _counted_bound(self, ctx: StepContext, bound: int) -> int:
         """The exact count (with its margin) where it beats the byte bound, else the bound."""
@@ -97,16 +110,18 @@ class Call:
 
     def _count(self, ctx: StepContext, messages: list) -> int | None:
         """The exact count of the step's call with these messages, or None."""
-        return exact_count(self.armed, self._request(ctx, messages))
+        return exact_count(self.armed.model, self._request(ctx, messages), exact=self.armed.exact_counts)
 
-    def _request(self, ctx: StepContext, messages: list) -> ModelRequest:
+    def _request(
+        self, ctx: StepContext, messages: list, max_tokens: int = DEFAULT_MAX_OUTPUT, started: float | None = None
+    ) -> ModelRequest:
         return ModelRequest(
             model=self.run.executor_model,
             system=self.armed.system,
             messages=messages,
             tools=ctx.tools,
-            max_tokens=DEFAULT_MAX_OUTPUT,
-            deadline=time.monotonic() + ctx.seconds_left,
+            max_tokens=max_tokens,
+            deadline=(time.monotonic() if started is None else started) + ctx.seconds_left,
             purpose=ctx.leg,
             pass_number=ctx.run_pass.number,
             leg_start=ctx.run_pass.leg_start,
@@ -119,40 +134,9 @@ class Call:
         effort = self.armed.spec.effort
         return effort if effort and takes_effort(self.run.executor_model) else None
 
-    def _call(self, ctx: StepContext, max_tokens: int, bound: int, applying: list | None = None) -> ModelReply:
-        run_pass, leg = ctx.run_pass, ctx.leg
-        step = self.ledger.reserve(
-            run_pass,
-            leg=leg,
-            model=self.run.executor_model,
-            max_tokens=max_tokens,
-            bound=bound,
-            message_count=len(ctx.conversation),
-            applying=applying,
-        )
-        started = time.monotonic()
-        request = ModelRequest(
-            model=self.run.executor_model,
-            system=self.armed.system,
-            messages=ctx.conversation.messages,
-            tools=ctx.tools,
-            max_tokens=max_tokens,
-            deadline=started + ctx.seconds_left,
-            purpose=leg,
-            pass_number=run_pass.number,
-            leg_start=run_pass.leg_start,
-            cancelled=self.controls.cancel_requested,
-            effort=self._effort(),
-        )
-        try:
-            with metrics.model_call(request.model, leg):
-                reply = self.armed.model.complete(request)
-        except ModelCancelled:
-            self.ledger.settle_reserved(step, StepStatus.CANCELLED, time.monotonic() - started)
-            self._pause("cancelled")
-        except ModelError as exc:
-            self.ledger.settle_failed(step, str(exc), time.monotonic() - started)
-            raise
+    def _after_call(self, ctx: StepContext, called: Called, reservation: StepReservation) -> ModelReply:
+        """The tools the reply asks for, their results fitted, and the step settled."""
+        reply, step, started = called.reply, called.held.hold, called.started
         self.fitter.offer_room(ctx, reply)
         if reply.tool_calls:  # a worker lost while they run leaves them here, for the next one to tell
             Step.objects.filter(pk=step.pk).update(tool_calls=reply.tool_calls)
@@ -164,10 +148,12 @@ class Call:
         if self.quota.cut(reply):
             user_turn = [{"type": "text", "text": QUOTA_CUT}]  # saved with the reply it follows
         # time spent waiting for a person is not the pass's: it stays off every clock
-        self._settle(ctx, step, reply, user_turn, time.monotonic() - started - waited)
+        self._settle(ctx, step, reply, user_turn, time.monotonic() - started - waited, reservation, called.held)
         return reply
 
-    def _settle(self, ctx: StepContext, step: Step, reply: ModelReply, user_turn: list[dict], seconds: float) -> None:
+    def _settle(
+        self, ctx: StepContext, step: Step, reply: ModelReply, user_turn: list[dict], seconds: float, reservation, held
+    ) -> None:
         """The step's checkpoint, in one transaction: the turns it appended (and only those),
         the pass's counters, its event, then its tokens (the ledger reads the control back)."""
         usage, run_pass, conversation = reply.usage, ctx.run_pass, ctx.conversation
@@ -187,24 +173,15 @@ class Call:
             run_pass.save(update_fields=CHECKPOINT_FIELDS)
             events.record(
                 self.run,
-                "step",
+                EventKind.STEP,
                 _step_summary(step, usage.counted),
                 pass_number=run_pass.number,
                 step=step.number,
                 leg=step.leg,
                 counted=usage.counted,
             )
-            self.ledger.settle(step, usage, clock_seconds=seconds)
+            reservation.settle(held, usage, clock_seconds=seconds)
         self.controls.read_back()
-
-
-def exact_count(armed: Armed, request: ModelRequest) -> int | None:
-    """The provider's exact input count, margin included, or None (the byte bound stands)."""
-    count = getattr(armed.model, "count_tokens", None)
-    if not armed.exact_counts or count is None:
-        return None
-    counted = count(request)
-    return None if counted is None else fitting.with_margin(counted)
 
 
 def apply_reply(step: Step, reply: ModelReply, seconds: float) -> None:

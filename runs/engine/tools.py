@@ -11,9 +11,10 @@ from django.conf import settings
 from agents.ports import ModelReply
 from runs import events
 from runs.conversation import call_identity, tool_result
-from runs.engine_controls import ApprovalGate, Controls
-from runs.engine_parts import Armed, StepContext
+from runs.engine.context import Armed, StepContext
+from runs.engine.controls import ApprovalGate, Controls
 from runs.models import Control, Run, Step
+from runs.states import EventKind
 from rysh_site import metrics, tracing
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class ToolRunner:
     def _record_new_notes(self) -> None:
         notes = getattr(self.armed.tools, "notes", None) or ()
         for note in notes[self._noted :]:
-            events.record(self.run, "note", note)
+            events.record(self.run, EventKind.NOTE, note)
         self._noted = len(notes)
 
     @tracing.traced_tool

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from budgets.plan import summary_lines
 from budgets.units import format_duration, format_duration_go, format_tokens
-from runs import snapshots
-from runs.judge import REPORT_NAME
+from runs.engine.verdicts import REPORT_NAME
+from runs.results import snapshots
 from workspaces.models import Workspace
 from workspaces.selectors import stat_lines
 
