@@ -1,7 +1,7 @@
 """The one place that records a RunEvent and pushes it live.
 
 Pushes carry only ids and go to one group, RUNS_GROUP, which each web process's live hub joins
-(runs/hub.py); the hub renders current state from the database, so a lost or late push costs
+(runs/live/hub.py); the hub renders current state from the database, so a lost or late push costs
 nothing but latency and a reconnecting browser needs no replay. A push
 leaves only once the transaction that wrote its event has committed: a browser told of a
 change always finds it in the database.

@@ -180,7 +180,7 @@ if REDIS_URL:
 else:
     # In-process pushes (a control clicked in this web server) arrive at once; changes made by
     # workers in other processes reach the sockets through the live hub's tail of the RunEvent
-    # log, one per web process (runs/hub.py).
+    # log, one per web process (runs/live/hub.py).
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 # The live hub tails the RunEvent log, once per web process (needed when no Redis carries
 # workers' pushes), RYSH_LIVE_POLL_MS apart. On SQLite an idle tick is one PRAGMA on the event
@@ -190,7 +190,7 @@ RYSH_LIVE_TAIL = envbool("RYSH_LIVE_TAIL", not REDIS_URL)
 RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 25, minimum=20)
 # An open websocket checks its session, its user's active flag and roles this often (and at once
 # when a web process records a logout or a role change): a session that ended closes it, other
-# roles change what it is sent (runs/consumers.py).
+# roles change what it is sent (runs/live/consumers.py).
 RYSH_WS_RECHECK_SECONDS = envint("RYSH_WS_RECHECK_SECONDS", 10, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [

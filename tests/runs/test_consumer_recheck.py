@@ -8,7 +8,8 @@ from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from runs import consumers, events
+from runs import events
+from runs.live import consumers
 from runs.models import Run, RunEvent
 from tests.runs.test_consumers import ORIGIN, connect, make_run
 

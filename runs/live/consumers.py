@@ -1,5 +1,5 @@
 """Websocket consumers: thin. Refuse anonymous users and users who may not view, then hand the
-socket to this process's live hub (runs/hub.py), which sends the current state at once and again
+socket to this process's live hub (runs/live/hub.py), which sends the current state at once and again
 whenever a run the page shows changes.
 
 A socket neither polls nor renders: the hub tails the RunEvent log once per process (the
@@ -27,7 +27,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth import get_user
 
-from runs import hub, live
+from runs.live import fragments, hub
 from runs.models import Run
 from rysh_site.roles import user_can
 
@@ -106,7 +106,7 @@ def _admit(user, run_id: int | None) -> tuple[int, frozenset[str]]:
         return UNAUTHORISED, frozenset()
     if run_id is not None and not Run.objects.filter(pk=run_id).exists():
         return 4404, frozenset()
-    return 0, live.grants(user)
+    return 0, fragments.grants(user)
 
 
 def _recheck(session_key: str | None, user_id: int) -> frozenset[str] | None:
@@ -120,7 +120,7 @@ def _recheck(session_key: str | None, user_id: int) -> frozenset[str] | None:
     user = get_user(SimpleNamespace(session=_ReadOnlySession(stored)))
     if not user.is_authenticated or user.pk != user_id or not user_can(user, "view"):
         return None
-    return live.grants(user)
+    return fragments.grants(user)
 
 
 class _ReadOnlySession(dict):

@@ -11,10 +11,10 @@ that runs changed from:
 - the channel layer's RUNS_GROUP, which the hub joins (not each socket): workers' pushes through
   channels_redis, and on the embedded default the pushes of this server's own controls. The same
   group says when users logged out or their roles changed: the hub has those users' sockets
-  check their session and roles again (runs/consumers.py), and moves a socket whose grants
+  check their session and roles again (runs/live/consumers.py), and moves a socket whose grants
   changed to its new view.
 Either way it learns run ids only. A view is a page seen with the permissions its fragments read
-(live.READS); every view the change concerns renders once, from the database, and offers the same
+(fragments.READS); every view the change concerns renders once, from the database, and offers the same
 HTML to each of its sockets. A socket's outbox keeps only the newest HTML, so a slow or stuck
 socket skips states instead of delaying the others. Only what changed is sent: a render is
 split into its top-level elements (each has a stable id and is swapped out of band on its own),
@@ -41,7 +41,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Max, Min
 
-from runs import events, live
+from runs import events
+from runs.live import fragments
 from runs.models import RunEvent
 from rysh_site import metrics
 
@@ -65,7 +66,7 @@ class View:
 
 def view_of(page: str, run_id: int | None, grants: frozenset[str]) -> View:
     """Only the grants the page reads: a viewer and an editor see the same home page, one render."""
-    return View(page, run_id, frozenset(grants) & live.READS[page])
+    return View(page, run_id, frozenset(grants) & fragments.READS[page])
 
 
 def concerns(view: View, run_ids: Iterable[int]) -> bool:
@@ -118,7 +119,7 @@ def changed_parts(last: dict[str, str], parts: dict[str, str]) -> dict[str, str]
 class Outbox:
     """One socket's mailbox: the newest HTML of each element waits, an older one is replaced.
     It also carries whose socket it is and a flag the hub raises when that user's session or
-    roles may have changed (the socket then checks them again: runs/consumers.py)."""
+    roles may have changed (the socket then checks them again: runs/live/consumers.py)."""
 
     def __init__(self, send: Callable[[str], Awaitable[None]], user_id: int | None = None):
         self.send = send
@@ -251,7 +252,7 @@ class EventTail:
 
 
 def _render(view: View) -> str:
-    return live.fragments(view.page, view.run_id, view.grants)
+    return fragments.fragments(view.page, view.run_id, view.grants)
 
 
 async def render(view: View) -> str:
