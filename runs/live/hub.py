@@ -4,10 +4,12 @@ and offers that HTML to every socket of the view.
 Sockets do not watch the database themselves (with 60 open tabs, 60 tails cost daphne most of a
 core while nothing ran). The hub starts with the first socket and stops with the last. It learns
 that runs changed from:
-- the RunEvent log, tailed once per RYSH_LIVE_POLL_MS (RYSH_LIVE_TAIL, the embedded default: no
-  server carries workers' pushes across processes). On SQLite `PRAGMA data_version`, asked from
-  the event loop, says whether anyone committed since the last look, so an idle tick reads no
-  table and needs no thread; only then does a thread of the hub's own query RunEvent;
+- the RunEvent log (RYSH_LIVE_TAIL, the embedded default: no server carries workers' pushes
+  across processes), read when a writer wakes the hub after its commit (a datagram on the hub's
+  socket in RYSH_LIVE_WAKE_DIR: runs/live/wake.py) and, as a safety net for a lost wake-up, once
+  per RYSH_LIVE_POLL_MS. On SQLite `PRAGMA data_version`, asked from the event loop, says whether
+  anyone committed since the last look, so an idle tick reads no table and needs no thread; only
+  then does a thread of the hub's own query RunEvent;
 - the channel layer's RUNS_GROUP, which the hub joins (not each socket): workers' pushes through
   channels_redis, and on the embedded default the pushes of this server's own controls. The same
   group says when users logged out or their roles changed: the hub has those users' sockets
@@ -42,7 +44,7 @@ from django.db import connection
 from django.db.models import Max, Min
 
 from runs import events
-from runs.live import fragments
+from runs.live import fragments, wake
 from runs.models import RunEvent
 from rysh_site import metrics
 
@@ -271,6 +273,8 @@ class Hub:
         self.probe: CommitProbe | None = None
         self.thread: ThreadPoolExecutor | None = None
         self.channel: str | None = None
+        self.wake = asyncio.Event()  # a writer committed: read the log now, not at the next tick
+        self.listener: wake.Listener | None = None
 
     @property
     def running(self) -> bool:
@@ -345,6 +349,8 @@ class Hub:
             self.tail = EventTail()
             self.probe = CommitProbe(connection.vendor, str(connection.settings_dict["NAME"]))
             self.probe.changed()  # its first answer, before the baseline: a commit between is seen
+            self.listener = wake.Listener(settings.RYSH_LIVE_WAKE_DIR)  # before the baseline, likewise
+            self.listener.attach(self.loop, self.wake.set)
             await self._poll()  # the baseline is read before any render, so no event falls between
             self.tasks.append(asyncio.ensure_future(self._tail()))
         if self.layer is not None:
@@ -361,6 +367,9 @@ class Hub:
         if self.probe is not None:
             self.probe.close()
             self.probe = None
+        if self.listener is not None:
+            self.listener.close(self.loop)
+            self.listener = None
         if thread is not None:
             thread.submit(tail.close)  # the tail thread's own connection
             thread.shutdown(wait=False)
@@ -380,7 +389,11 @@ class Hub:
 
     async def _tail(self) -> None:
         while True:
-            await sleep(self.poll_seconds)
+            try:  # woken by a writer, or the safety net's tick
+                await asyncio.wait_for(self.wake.wait(), timeout=self.poll_seconds)
+            except TimeoutError:
+                pass
+            self.wake.clear()  # wake-ups during the look below make one more look after it
             if not self.probe.changed():
                 continue  # nobody committed: no thread hop, no query
             run_ids = await self._poll()
