@@ -1,7 +1,8 @@
 """The one place that records a RunEvent and pushes it live.
 
 Pushes carry only ids and go to one group, RUNS_GROUP, which each web process's live hub joins
-(runs/hub.py); the hub renders current state from the database, so a lost or late push costs
+(runs/live/hub.py); on the embedded default, where no server carries a worker's push to the web
+processes, a datagram to each of them wakes its hub to read the RunEvent log (runs/live/wake.py); the hub renders current state from the database, so a lost or late push costs
 nothing but latency and a reconnecting browser needs no replay. A push
 leaves only once the transaction that wrote its event has committed: a browser told of a
 change always finds it in the database.
@@ -23,8 +24,10 @@ from collections.abc import Iterable
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.conf import settings
 from django.db import transaction
 
+from runs.live import wake
 from runs.models import Run, RunEvent
 from runs.states import EventKind
 from rysh_site import tracing
@@ -46,7 +49,10 @@ def record(run: Run, kind: EventKind | str, message: str = "", **data) -> RunEve
 
 def push(run_id: int, event_id: int | None, kind: str) -> None:
     # `at`: when it was written (committed), for the push latency metric (rysh_site/metrics.py)
-    _send({"type": "run.changed", "run_id": run_id, "event_id": event_id, "kind": kind, "at": time.time()})
+    at = time.time()
+    if settings.RYSH_LIVE_TAIL:  # every web process's hub reads the log now (runs/live/wake.py)
+        wake.wake_all(settings.RYSH_LIVE_WAKE_DIR)
+    _send({"type": "run.changed", "run_id": run_id, "event_id": event_id, "kind": kind, "at": at})
 
 
 def push_users_changed(user_ids: Iterable[int] | None) -> None:

@@ -28,9 +28,10 @@ from catalogue.models import Recipe
 from catalogue.selectors import recipe_args
 from catalogue.spec import Kind
 from catalogue.views import _get_recipe_for_user
-from runs import live, selectors, services
+from runs import selectors, services
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
 from runs.lineage import lineage_context, passes_marked
+from runs.live import fragments
 from runs.models import Approval, Pass, PassResult, Run, Step
 from runs.outlook import recipe_outlook
 from runs.results import snapshots
@@ -70,17 +71,17 @@ def _get_run_for_user(request: HttpRequest, pk: int, action: str = "view") -> Ru
 @vary_on_headers("HX-Request")
 def dashboard(request: HttpRequest) -> HttpResponse:
     require(request.user, "view")
-    template = live.HOME_FRAGMENTS if request.htmx else "runs/dashboard.html"
-    return render(request, template, live.home_context(live.grants(request.user)))
+    template = fragments.HOME_FRAGMENTS if request.htmx else "runs/dashboard.html"
+    return render(request, template, fragments.home_context(fragments.grants(request.user)))
 
 
 @login_required
 @vary_on_headers("HX-Request")
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = _get_run_for_user(request, pk)
-    can = live.grants(request.user)
-    context = {**live.run_context(run, can), "plan_lines": plan_lines_from_snapshot(run.plan)}
-    template = live.RUN_FRAGMENTS if request.htmx else "runs/run_detail.html"
+    can = fragments.grants(request.user)
+    context = {**fragments.run_context(run, can), "plan_lines": plan_lines_from_snapshot(run.plan)}
+    template = fragments.RUN_FRAGMENTS if request.htmx else "runs/run_detail.html"
     if not request.htmx:  # the lineage is the page's, not pushed: it changes when a fork starts
         context.update(lineage_context(run, can))
         passes_marked(context["passes"], context["fork_points"])
@@ -112,7 +113,9 @@ def _after_control(request: HttpRequest, run: Run, go: bool = False) -> HttpResp
         return HttpResponseClientRedirect(target)
     # the fresh state of the run and the flash; the live push updates every other page
     run.refresh_from_db()
-    return render(request, "runs/run_detail/_control_answer.html", live.run_context(run, live.grants(request.user)))
+    return render(
+        request, "runs/run_detail/_control_answer.html", fragments.run_context(run, fragments.grants(request.user))
+    )
 
 
 def _same_site(request: HttpRequest, url: str | None) -> str | None:
@@ -196,7 +199,7 @@ def _approval_answer(request: HttpRequest, pk: int, approval_pk: int, approved: 
 def _after_answer(request: HttpRequest, run: Run) -> HttpResponse:
     """Answered from the inbox: the inbox's fragments; from a run page: the run's."""
     if request.htmx and request.GET.get("from") == "inbox":
-        return render(request, "runs/approvals/_answer.html", live.inbox_context(live.grants(request.user)))
+        return render(request, "runs/approvals/_answer.html", fragments.inbox_context(fragments.grants(request.user)))
     return _after_control(request, run)
 
 
@@ -205,7 +208,7 @@ def _after_answer(request: HttpRequest, run: Run) -> HttpResponse:
 def approvals_inbox(request: HttpRequest) -> HttpResponse:
     """/approvals/: every pending approval across runs, live (ws/approvals/)."""
     require(request.user, "view")
-    context = live.inbox_context(live.grants(request.user))
+    context = fragments.inbox_context(fragments.grants(request.user))
     if request.htmx:
         return render(request, "runs/approvals/_live.html", context)
     return render(request, "runs/approvals.html", context)
@@ -500,7 +503,9 @@ def verdict_label(request: HttpRequest, pk: int, number: int) -> HttpResponse:
         messages.error(request, str(exc))
     if not request.htmx:  # the page works without JS: back to the pass's row
         return redirect(reverse("run_detail", args=[run.pk]) + f"#pass-{number}")
-    return render(request, "runs/run_detail/_control_answer.html", live.run_context(run, live.grants(request.user)))
+    return render(
+        request, "runs/run_detail/_control_answer.html", fragments.run_context(run, fragments.grants(request.user))
+    )
 
 
 def _label(run_pass: Pass, judge: str, note: str, user) -> str:

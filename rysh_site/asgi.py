@@ -16,7 +16,7 @@ from django.conf import settings  # noqa: E402
 
 from accounts.oidc import provider_check  # noqa: E402
 from api.views import mcp_server  # noqa: E402
-from runs.routing import websocket_urlpatterns  # noqa: E402
+from runs.live.routing import websocket_urlpatterns  # noqa: E402
 
 # With company login on, the provider's discovery document is read now: a wrong or unreachable
 # issuer stops the web server at start with what to set, not the first login with a 500.

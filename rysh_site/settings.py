@@ -181,17 +181,18 @@ if REDIS_URL:
 else:
     # In-process pushes (a control clicked in this web server) arrive at once; changes made by
     # workers in other processes reach the sockets through the live hub's tail of the RunEvent
-    # log, one per web process (runs/hub.py).
+    # log, one per web process (runs/live/hub.py).
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 # The live hub tails the RunEvent log, once per web process (needed when no Redis carries
-# workers' pushes), RYSH_LIVE_POLL_MS apart. On SQLite an idle tick is one PRAGMA on the event
-# loop (no thread, no table read), so the interval can be short: half of it is the mean wait
-# (docs/benchmarks/live.md measures 25 ms against 50).
+# workers' pushes). Writers wake it when they commit: a datagram to each web process's socket in
+# RYSH_LIVE_WAKE_DIR (runs/live/wake.py), so it reads the log at once; the tick,
+# RYSH_LIVE_POLL_MS apart, is only a safety net for a wake-up lost (docs/benchmarks/live.md).
 RYSH_LIVE_TAIL = envbool("RYSH_LIVE_TAIL", not REDIS_URL)
-RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 25, minimum=20)
+RYSH_LIVE_POLL_MS = envint("RYSH_LIVE_POLL_MS", 1000, minimum=20)
+RYSH_LIVE_WAKE_DIR = Path(envstr("RYSH_LIVE_WAKE_DIR", str(DATA_DIR / "live"))).resolve()
 # An open websocket checks its session, its user's active flag and roles this often (and at once
 # when a web process records a logout or a role change): a session that ended closes it, other
-# roles change what it is sent (runs/consumers.py).
+# roles change what it is sent (runs/live/consumers.py).
 RYSH_WS_RECHECK_SECONDS = envint("RYSH_WS_RECHECK_SECONDS", 10, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [

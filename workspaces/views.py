@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from runs import live
+from runs.live import fragments
 from runs.models import Run
 from rysh_site.roles import require
 from workspaces import services
@@ -70,7 +70,9 @@ def _act(request: HttpRequest, pk: int, service, **options) -> HttpResponse:
     if not request.htmx:
         return redirect(reverse("run_detail", args=[run.pk]))
     run.refresh_from_db()
-    return render(request, "runs/run_detail/_control_answer.html", live.run_context(run, live.grants(request.user)))
+    return render(
+        request, "runs/run_detail/_control_answer.html", fragments.run_context(run, fragments.grants(request.user))
+    )
 
 
 @login_required

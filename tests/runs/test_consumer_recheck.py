@@ -2,13 +2,16 @@
 password change closes it (4401: the page does not reconnect); a role change changes what it is
 sent. At once when a web process records the change, otherwise at the periodic check."""
 
+import asyncio
+
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from runs import consumers, events
+from runs import events
+from runs.live import consumers
 from runs.models import Run, RunEvent
 from tests.runs.test_consumers import ORIGIN, connect, make_run
 
@@ -220,5 +223,30 @@ def test_a_failed_check_is_tried_again_at_the_next(settings, monkeypatch):
         await sync_to_async(Session.objects.all().delete)()
         assert await communicator.receive_output(timeout=5) == CLOSED
         assert len(calls) >= 2
+
+    async_to_sync(go)()
+
+
+def test_the_sockets_of_one_session_share_their_periodic_check(settings, monkeypatch):
+    """Many open tabs of one person check together on the period's boundaries: one check a
+    period for all of them, not one per socket (what 100 idle dashboards cost)."""
+    settings.RYSH_WS_RECHECK_SECONDS = 0.5
+    _, _, cookie = logged_in("ann")
+    real, calls = consumers._recheck, []
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(consumers, "_recheck", counted)
+
+    async def go():
+        sockets = [(await opened(path, cookie))[0] for path in ("/ws/live/", "/ws/nav/", "/ws/approvals/") * 2]
+        calls.clear()
+        await asyncio.sleep(1.6)  # three periods at least, one starting late
+        assert 2 <= len(calls) <= 4  # six sockets checking alone would have made 18
+        for communicator in sockets:
+            assert await communicator.receive_nothing(timeout=0.05)  # nobody was closed or moved
+            await communicator.disconnect()
 
     async_to_sync(go)()

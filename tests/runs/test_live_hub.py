@@ -1,4 +1,4 @@
-"""The live hub (runs/hub.py): one tail per web process, started with the first socket and
+"""The live hub (runs/live/hub.py): one tail per web process, started with the first socket and
 stopped with the last; one render per change and view (page x the permissions it reads), the
 same HTML to every socket of the view; a stuck socket delays nobody; nothing waits before a
 render."""
@@ -13,8 +13,9 @@ from channels.layers import get_channel_layer
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 
-from runs import events, hub, live
-from runs.consumers import LiveConsumer
+from runs import events
+from runs.live import fragments, hub
+from runs.live.consumers import LiveConsumer
 from runs.models import Run, RunEvent
 from tests.runs.test_consumers import ORIGIN, connect, make_run, session_cookie
 
@@ -33,13 +34,13 @@ def user_with(name: str, role: str | None = None) -> User:
 def renders(monkeypatch):
     """Counts renders by (page, run id, grants); each is still the real render."""
     counted = Counter()
-    real = live.fragments
+    real = fragments.fragments
 
     def counting(page, run_id, can):
         counted[(page, run_id, can)] += 1
         return real(page, run_id, can)
 
-    monkeypatch.setattr(live, "fragments", counting)
+    monkeypatch.setattr(fragments, "fragments", counting)
     return counted
 
 
@@ -238,7 +239,7 @@ def test_changes_during_a_render_are_coalesced_into_one_more(settings, monkeypat
             gate.wait(10)
         return f"<p>render {len(calls)}</p>"
 
-    monkeypatch.setattr(live, "fragments", slow)
+    monkeypatch.setattr(fragments, "fragments", slow)
 
     async def go():
         layer = get_channel_layer()

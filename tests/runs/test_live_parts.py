@@ -1,4 +1,4 @@
-"""Only what changed is sent (runs/hub.py): a push splits into its top-level elements by id, a
+"""Only what changed is sent (runs/live/hub.py): a push splits into its top-level elements by id, a
 socket that has its first state is sent only the elements whose HTML changed, and its outbox keeps
 the newest HTML of each element. Anything that does not split cleanly goes whole, as before."""
 
@@ -10,7 +10,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runs import hub, live
+from runs.live import fragments, hub
 from runs.models import Run
 from tests.runs.test_consumers import ORIGIN, connect, make_run, session_cookie
 from tests.runs.test_live_hub import change, user_with
@@ -99,7 +99,7 @@ def test_a_change_sends_only_the_sections_it_changed_and_a_new_socket_gets_them_
     settings.RYSH_LIVE_POLL_MS = 20
     run = make_run()
     first, second = user_with("first"), user_with("second")
-    sections = set(hub.split(live.fragments("run", run.pk, frozenset())))
+    sections = set(hub.split(fragments.fragments("run", run.pk, frozenset())))
     assert {"run-head", "run-timeline", "run-steps", "run-events", "nav-approvals"} <= sections
 
     async def go():

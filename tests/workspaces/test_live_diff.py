@@ -5,7 +5,7 @@ that ended with no change says so."""
 import pytest
 
 from agents.coding_tools import Throttled
-from runs import live
+from runs.live import fragments
 from runs.models import Run, RunEvent
 from tests.conftest import drive
 from tests.fake_model import FakeModel, tool
@@ -29,7 +29,7 @@ def test_the_changes_section_shows_each_edit_while_the_pass_runs(start_fix):
         if request.purpose == "task":
             now = Run.objects.get(pk=run.pk)
             steps = RunEvent.objects.filter(run=now, kind="step").count()
-            seen.append((steps, changes_section(live.run_fragments(now, frozenset({"edit"})))))
+            seen.append((steps, changes_section(fragments.run_fragments(now, frozenset({"edit"})))))
 
     model = FakeModel(
         task=[
@@ -54,7 +54,7 @@ def test_the_changes_section_shows_each_edit_while_the_pass_runs(start_fix):
 
 def test_a_run_that_ended_with_no_change_says_no_change(start_fix):
     run = drive(start_fix(), FakeModel(task=[{"text": "look", "tools": [tool("bash", command="ls")]}, {"text": "Ok."}]))
-    section = changes_section(live.run_fragments(run, frozenset({"edit"})))
+    section = changes_section(fragments.run_fragments(run, frozenset({"edit"})))
     assert "No change: the run ended without changing its working copy." in section
     assert "yet" not in section
 

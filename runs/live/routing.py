@@ -3,7 +3,7 @@ nav's count of approvals waiting."""
 
 from django.urls import path
 
-from runs.consumers import LiveConsumer
+from runs.live.consumers import LiveConsumer
 
 websocket_urlpatterns = [
     path("ws/live/", LiveConsumer.as_asgi()),

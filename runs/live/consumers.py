@@ -1,5 +1,5 @@
 """Websocket consumers: thin. Refuse anonymous users and users who may not view, then hand the
-socket to this process's live hub (runs/hub.py), which sends the current state at once and again
+socket to this process's live hub (runs/live/hub.py), which sends the current state at once and again
 whenever a run the page shows changes.
 
 A socket neither polls nor renders: the hub tails the RunEvent log once per process (the
@@ -9,7 +9,7 @@ the view. What a socket is sent is decided here, at connect: the page from the U
 grants from the user's role, so one role's HTML never reaches a socket of another.
 
 And decided again while the socket is open: its session, user and role are checked every
-RYSH_WS_RECHECK_SECONDS, and at once when a web process records a logout, a deactivation or a
+RYSH_WS_RECHECK_SECONDS (on the period's boundaries, one check for all the sockets of a session), and at once when a web process records a logout, a deactivation or a
 role change (the hub relays it: runs/events.py, runs/receivers.py). A session that ended (logout,
 expiry, a password change) or a user who was deactivated or deleted closes the socket (4401, which
 the page does not reconnect on); other grants move it to the view they allow.
@@ -27,12 +27,13 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth import get_user
 
-from runs import hub, live
+from runs.live import fragments, hub
 from runs.models import Run
 from rysh_site.roles import user_can
 
 log = logging.getLogger(__name__)
 UNAUTHORISED = 4401
+SHARE_SECONDS = 0.5  # a periodic check this recent (or in flight) answers for its session's other sockets
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -76,14 +77,20 @@ class LiveConsumer(AsyncWebsocketConsumer):
         """Check the session, user and role again every RYSH_WS_RECHECK_SECONDS, or at once when
         the hub says this user changed; close, or move to the view the new grants allow."""
         box = self.outbox
+        loop = asyncio.get_running_loop()
         while True:
-            try:
-                await asyncio.wait_for(box.recheck.wait(), timeout=settings.RYSH_WS_RECHECK_SECONDS)
+            period = settings.RYSH_WS_RECHECK_SECONDS
+            try:  # on the period's boundaries, so that the sockets of one session check together
+                await asyncio.wait_for(box.recheck.wait(), timeout=period - loop.time() % period)
+                periodic = False
             except TimeoutError:
-                pass
+                periodic = True
             box.recheck.clear()
             try:
-                grants = await database_sync_to_async(_recheck)(session_key, user_id)
+                if periodic:
+                    grants = await _recheck_shared(session_key, user_id, min(SHARE_SECONDS, period / 4))
+                else:  # told of a change: a check of its own, from now
+                    grants = await database_sync_to_async(_recheck)(session_key, user_id)
             except Exception:  # the database busy or away: the next check tries again
                 log.warning("live: re-checking a socket's user failed", exc_info=True)
                 continue
@@ -106,7 +113,26 @@ def _admit(user, run_id: int | None) -> tuple[int, frozenset[str]]:
         return UNAUTHORISED, frozenset()
     if run_id is not None and not Run.objects.filter(pk=run_id).exists():
         return 4404, frozenset()
-    return 0, live.grants(user)
+    return 0, fragments.grants(user)
+
+
+_shared: dict[tuple[str | None, int], tuple[asyncio.AbstractEventLoop, float, asyncio.Future]] = {}
+
+
+async def _recheck_shared(session_key: str | None, user_id: int, share: float) -> frozenset[str] | None:
+    """The periodic check, once for all the sockets of a session: 100 open tabs of two people
+    make two checks a period, not 100. A check of the same session and user begun less than
+    `share` seconds ago, or still in flight, answers for this socket too."""
+    loop = asyncio.get_running_loop()
+    now, key = loop.time(), (session_key, user_id)
+    held = _shared.get(key)
+    if held is not None and held[0] is loop and now - held[1] < share:
+        return await asyncio.shield(held[2])
+    for old in [k for k, (lp, at, _f) in _shared.items() if lp is not loop or now - at >= share]:
+        del _shared[old]  # only the checks of the moment are kept
+    future = asyncio.ensure_future(database_sync_to_async(_recheck)(session_key, user_id))
+    _shared[key] = (loop, now, future)
+    return await asyncio.shield(future)
 
 
 def _recheck(session_key: str | None, user_id: int) -> frozenset[str] | None:
@@ -120,7 +146,7 @@ def _recheck(session_key: str | None, user_id: int) -> frozenset[str] | None:
     user = get_user(SimpleNamespace(session=_ReadOnlySession(stored)))
     if not user.is_authenticated or user.pk != user_id or not user_can(user, "view"):
         return None
-    return live.grants(user)
+    return fragments.grants(user)
 
 
 class _ReadOnlySession(dict):

@@ -4,17 +4,19 @@ and offers that HTML to every socket of the view.
 Sockets do not watch the database themselves (with 60 open tabs, 60 tails cost daphne most of a
 core while nothing ran). The hub starts with the first socket and stops with the last. It learns
 that runs changed from:
-- the RunEvent log, tailed once per RYSH_LIVE_POLL_MS (RYSH_LIVE_TAIL, the embedded default: no
-  server carries workers' pushes across processes). On SQLite `PRAGMA data_version`, asked from
-  the event loop, says whether anyone committed since the last look, so an idle tick reads no
-  table and needs no thread; only then does a thread of the hub's own query RunEvent;
+- the RunEvent log (RYSH_LIVE_TAIL, the embedded default: no server carries workers' pushes
+  across processes), read when a writer wakes the hub after its commit (a datagram on the hub's
+  socket in RYSH_LIVE_WAKE_DIR: runs/live/wake.py) and, as a safety net for a lost wake-up, once
+  per RYSH_LIVE_POLL_MS. On SQLite `PRAGMA data_version`, asked from the event loop, says whether
+  anyone committed since the last look, so an idle tick reads no table and needs no thread; only
+  then does a thread of the hub's own query RunEvent;
 - the channel layer's RUNS_GROUP, which the hub joins (not each socket): workers' pushes through
   channels_redis, and on the embedded default the pushes of this server's own controls. The same
   group says when users logged out or their roles changed: the hub has those users' sockets
-  check their session and roles again (runs/consumers.py), and moves a socket whose grants
+  check their session and roles again (runs/live/consumers.py), and moves a socket whose grants
   changed to its new view.
 Either way it learns run ids only. A view is a page seen with the permissions its fragments read
-(live.READS); every view the change concerns renders once, from the database, and offers the same
+(fragments.READS); every view the change concerns renders once, from the database, and offers the same
 HTML to each of its sockets. A socket's outbox keeps only the newest HTML, so a slow or stuck
 socket skips states instead of delaying the others. Only what changed is sent: a render is
 split into its top-level elements (each has a stable id and is swapped out of band on its own),
@@ -41,7 +43,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Max, Min
 
-from runs import events, live
+from runs import events
+from runs.live import fragments, wake
 from runs.models import RunEvent
 from rysh_site import metrics
 
@@ -65,7 +68,7 @@ class View:
 
 def view_of(page: str, run_id: int | None, grants: frozenset[str]) -> View:
     """Only the grants the page reads: a viewer and an editor see the same home page, one render."""
-    return View(page, run_id, frozenset(grants) & live.READS[page])
+    return View(page, run_id, frozenset(grants) & fragments.READS[page])
 
 
 def concerns(view: View, run_ids: Iterable[int]) -> bool:
@@ -118,7 +121,7 @@ def changed_parts(last: dict[str, str], parts: dict[str, str]) -> dict[str, str]
 class Outbox:
     """One socket's mailbox: the newest HTML of each element waits, an older one is replaced.
     It also carries whose socket it is and a flag the hub raises when that user's session or
-    roles may have changed (the socket then checks them again: runs/consumers.py)."""
+    roles may have changed (the socket then checks them again: runs/live/consumers.py)."""
 
     def __init__(self, send: Callable[[str], Awaitable[None]], user_id: int | None = None):
         self.send = send
@@ -251,7 +254,7 @@ class EventTail:
 
 
 def _render(view: View) -> str:
-    return live.fragments(view.page, view.run_id, view.grants)
+    return fragments.fragments(view.page, view.run_id, view.grants)
 
 
 async def render(view: View) -> str:
@@ -270,6 +273,8 @@ class Hub:
         self.probe: CommitProbe | None = None
         self.thread: ThreadPoolExecutor | None = None
         self.channel: str | None = None
+        self.wake = asyncio.Event()  # a writer committed: read the log now, not at the next tick
+        self.listener: wake.Listener | None = None
 
     @property
     def running(self) -> bool:
@@ -344,6 +349,8 @@ class Hub:
             self.tail = EventTail()
             self.probe = CommitProbe(connection.vendor, str(connection.settings_dict["NAME"]))
             self.probe.changed()  # its first answer, before the baseline: a commit between is seen
+            self.listener = wake.Listener(settings.RYSH_LIVE_WAKE_DIR)  # before the baseline, likewise
+            self.listener.attach(self.loop, self.wake.set)
             await self._poll()  # the baseline is read before any render, so no event falls between
             self.tasks.append(asyncio.ensure_future(self._tail()))
         if self.layer is not None:
@@ -360,6 +367,9 @@ class Hub:
         if self.probe is not None:
             self.probe.close()
             self.probe = None
+        if self.listener is not None:
+            self.listener.close(self.loop)
+            self.listener = None
         if thread is not None:
             thread.submit(tail.close)  # the tail thread's own connection
             thread.shutdown(wait=False)
@@ -379,7 +389,11 @@ class Hub:
 
     async def _tail(self) -> None:
         while True:
-            await sleep(self.poll_seconds)
+            try:  # woken by a writer, or the safety net's tick
+                await asyncio.wait_for(self.wake.wait(), timeout=self.poll_seconds)
+            except TimeoutError:
+                pass
+            self.wake.clear()  # wake-ups during the look below make one more look after it
             if not self.probe.changed():
                 continue  # nobody committed: no thread hop, no query
             run_ids = await self._poll()
