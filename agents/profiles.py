@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
-from agents.browser_errors import BrowserError
-from agents.browser_profiles import delete_profile, list_profiles
+from agents.browser.errors import BrowserError
+from agents.browser.profiles import delete_profile, list_profiles
 from audit.services import audit_record
 
 

@@ -12,8 +12,9 @@ from django.core.management.base import CommandError
 
 from cli.common import Cli
 from cli.runs import _started, wait
-from runs import compare, forks
-from runs.forks_shown import as_data, compare_lines, lineage_said, plan_lines, same_recipe_problem
+from runs import forks
+from runs.forks import compare
+from runs.forks.shown import as_data, compare_lines, lineage_said, plan_lines, same_recipe_problem
 from runs.models import Run
 
 # a ForkRefused's `field` as the option that sets it

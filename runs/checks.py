@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents import models_api
-from agents.browser_tools import BROWSER_TOOL_NAMES
+from agents.browser.tools import BROWSER_TOOL_NAMES
 from agents.coding_tools import BASH_TOOL, FILE_TOOL_NAMES
 from agents.task_tools import HTTP_TOOL, RESULT_TOOLS
 from budgets.plan import resolve

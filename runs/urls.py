@@ -1,6 +1,7 @@
 from django.urls import path
 
-from runs import views, views_forks
+from runs import views
+from runs.forks import views as views_forks
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),

@@ -29,8 +29,8 @@ from catalogue.selectors import recipe_args
 from catalogue.spec import Kind
 from catalogue.views import _get_recipe_for_user
 from runs import selectors, services
+from runs.forks.lineage import lineage_context, passes_marked
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
-from runs.lineage import lineage_context, passes_marked
 from runs.live import fragments
 from runs.models import Approval, Pass, PassResult, Run, Step
 from runs.outlook import recipe_outlook

@@ -312,7 +312,7 @@ RYSH_PROVIDER = envstr("RYSH_PROVIDER", "auto")  # auto | anthropic | scripted
 RYSH_WORKER_LOST_SECONDS = envint("RYSH_WORKER_LOST_SECONDS", 60, minimum=10)
 RYSH_WORKER_LOST_RETRIES = envint("RYSH_WORKER_LOST_RETRIES", 2, minimum=0)
 
-# web recipes (agents/browser.py)
+# web recipes (agents/browser/__init__.py)
 RYSH_HOST = envstr("RYSH_HOST", "127.0.0.1")
 RYSH_PORT = envint("RYSH_PORT", 8000, minimum=1)
 # Tiny Press, the offline web demo's target site, served at /demo-site/ (public, no login).

@@ -12,8 +12,9 @@ from pydantic import ConfigDict, Field
 
 from api.views.common import ApiError, acting
 from api.views.runs import run_of, run_summary
-from runs import compare, forks
-from runs.forks_shown import as_data, compare_lines, plan_data, same_recipe_problem
+from runs import forks
+from runs.forks import compare
+from runs.forks.shown import as_data, compare_lines, plan_data, same_recipe_problem
 
 router = Router(tags=["forks"])
 
@@ -72,7 +73,7 @@ class ForkStartedOut(Schema):
 class CompareOut(Schema):
     a: RunRefOut
     b: RunRefOut
-    # runs.compare's figures: passes (per position from the lineage's root: each run's pass with its
+    # runs.forks.compare's figures: passes (per position from the lineage's root: each run's pass with its
     # verdict, tokens, cost, seconds, diff stat), files (the final results, each same, changed with
     # its diff, or only in one), diff_a and diff_b (each run's whole diff), prompt_diff, settings
     comparison: dict[str, Any]

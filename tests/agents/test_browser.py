@@ -6,9 +6,9 @@ import stat
 
 import pytest
 
-from agents.browser_errors import BrowserError
-from agents.browser_guard import url_allowed
-from agents.browser_profiles import delete_profile, list_profiles
+from agents.browser.errors import BrowserError
+from agents.browser.guard import url_allowed
+from agents.browser.profiles import delete_profile, list_profiles
 from tests.web_pages import PageServer
 
 

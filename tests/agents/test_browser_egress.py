@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from agents import egress
-from agents.browser_errors import BrowserError
-from agents.browser_launch import launch_options
+from agents.browser.errors import BrowserError
+from agents.browser.launch import launch_options
 from agents.domains import canonical_host, private_host_allowed, split_host_port
 from agents.egress import Egress, judge, literal_refusal
 from runs.wiring import browser_private_hosts

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import browser_launch
-from agents.browser_guard import resolver_rules
-from agents.browser_launch import browser_env, launch_options, sandbox_refusal
+from agents.browser import launch as browser_launch
+from agents.browser.guard import resolver_rules
+from agents.browser.launch import browser_env, launch_options, sandbox_refusal
 from runs.approvals import gate_call
 
 SECRETS = {
@@ -162,7 +162,7 @@ def test_launch_options_sandbox_webrtc_dns_rules_and_environment(monkeypatch):
 def test_it_warns_and_tells_the_run_when_chromium_runs_without_its_sandbox(make_tools, sites, monkeypatch, caplog):
     monkeypatch.setattr(browser_launch, "sandbox_problem", lambda: "a test says so")
     tools = make_tools()
-    with caplog.at_level(logging.WARNING, logger="agents.browser_launch"):
+    with caplog.at_level(logging.WARNING, logger="agents.browser.launch"):
         tools.open(sites[0].url("/"))
     assert "Chromium runs WITHOUT its sandbox: a test says so" in caplog.text
     assert "security: Chromium runs WITHOUT its sandbox: a test says so" in tools.notes
@@ -176,7 +176,7 @@ def test_it_tries_the_sandbox_first_and_falls_back_only_when_chromium_refuses_it
     monkeypatch.setattr(browser_launch, "probe_sandbox", lambda: None)  # the kernel seems to allow it
     monkeypatch.setattr(browser_launch, "_sandbox_failed", [])
     tools = make_tools()
-    with caplog.at_level(logging.WARNING, logger="agents.browser_launch"):
+    with caplog.at_level(logging.WARNING, logger="agents.browser.launch"):
         tools.open(sites[0].url("/"))
     assert not tools.call("read_page", {}).is_error
     commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in chromium_processes(tools.profile_dir)]

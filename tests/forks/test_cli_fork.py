@@ -1,7 +1,7 @@
 """`auto <kind> fork NAME --run ID --pass N …` and `auto <kind> compare A [B] [--json]` (in-process).
 
 The plan and the start go through runs.forks (fork_plan, run_fork) and the comparison through
-runs.compare.runs_compare; here they are stand-ins that record what the command asked, so these
+runs.forks.compare.runs_compare; here they are stand-ins that record what the command asked, so these
 tests are about the command line: what it reads, prints, refuses and how it exits. The real
 ones are driven end to end in tests/forks/test_fork_front_doors_e2e.py."""
 
@@ -17,8 +17,9 @@ from django.core.management import CommandError, call_command
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runs import compare, forks, services
-from runs.forks_shown import as_data, table
+from runs import forks, services
+from runs.forks import compare
+from runs.forks.shown import as_data, table
 from runs.models import Run
 from tests.conftest import drive
 from tests.fake_model import FakeModel

@@ -1,4 +1,4 @@
-"""runs/compare.py: two runs of a recipe side by side (docs/forks.md, "Compare two runs")."""
+"""runs/forks/compare.py: two runs of a recipe side by side (docs/forks.md, "Compare two runs")."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runs.compare import CompareRefused, passes_aligned, runs_compare
+from runs.forks.compare import CompareRefused, passes_aligned, runs_compare
 from tests.forks.rows_f import pass_row, run_row
 
 

@@ -12,7 +12,7 @@ from catalogue.sync import recipes_sync
 from reviews.models import ChangeRequest
 from reviews.services import text_diff
 from runs import services
-from runs.lineage import edits_from, parent_values, run_family
+from runs.forks.lineage import edits_from, parent_values, run_family
 from runs.models import Run
 from tests.conftest import drive
 from tests.forks.fork_fixtures import (

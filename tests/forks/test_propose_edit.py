@@ -1,4 +1,4 @@
-"""runs/fork_proposal.py: "Propose this edit" on a fork (docs/forks.md, "From a good fork to a
+"""runs/forks/proposal.py: "Propose this edit" on a fork (docs/forks.md, "From a good fork to a
 change"): the recipe file with the fork's edits written in, the rest byte for byte, opened as a
 change request."""
 
@@ -15,7 +15,7 @@ from catalogue.recipe.reader import split_frontmatter
 from catalogue.sync import recipes_sync
 from reviews.models import ChangeRequest
 from reviews.services import text_diff
-from runs.fork_proposal import EditRefused, recipe_with_edits, scalar
+from runs.forks.proposal import EditRefused, recipe_with_edits, scalar
 from tests.forks.rows_f import pass_row, run_row
 from tests.recipes_git import login, make_user, recipe_text, work  # noqa: F401
 

@@ -12,9 +12,9 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from agents.browser_errors import BrowserError
-from agents.browser_launch import launch_options, start_with_sandbox
-from agents.browser_profiles import ProfileLock, private_dir, profile_path
+from agents.browser.errors import BrowserError
+from agents.browser.launch import launch_options, start_with_sandbox
+from agents.browser.profiles import ProfileLock, private_dir, profile_path
 
 
 class Command(BaseCommand):

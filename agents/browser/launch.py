@@ -2,7 +2,7 @@
 
 Chromium runs sandboxed where the machine allows it, else without, said in the log and in the
 run's notes, never silently; it inherits nothing of the worker's secrets; and every connection
-it makes goes through the egress proxy (agents/browser_guard.py, agents/egress.py).
+it makes goes through the egress proxy (agents/browser/guard.py, agents/egress.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.browser_guard import proxy_args, resolver_rules
+from agents.browser.guard import proxy_args, resolver_rules
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""What the browser of a web recipe raises (agents/browser.py and its parts)."""
+"""What the browser of a web recipe raises (agents/browser/__init__.py and its parts)."""
 
 
 class BrowserError(Exception):

@@ -1,5 +1,5 @@
 """The fork pages (docs/forks.md): the fork form, "Propose this edit", the compare page and a run's
-family tree. One small view each; the run page's lineage comes from runs.lineage."""
+family tree. One small view each; the run page's lineage comes from runs.forks.lineage."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from django.views.decorators.http import require_POST
 
 from reviews.services import ReviewError
 from runs import forks
-from runs.compare import CompareRefused, runs_compare
-from runs.fork_proposal import EditRefused, fork_propose
-from runs.lineage import edits_from, fork_points_said, parent_values, run_family
+from runs.forks.compare import CompareRefused, runs_compare
+from runs.forks.lineage import edits_from, fork_points_said, parent_values, run_family
+from runs.forks.proposal import EditRefused, fork_propose
 from runs.models import Run
 from rysh_site.roles import require
 

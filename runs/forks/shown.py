@@ -1,7 +1,7 @@
 """What the front doors (`auto task fork|compare`, the REST API, the MCP server) show of a fork's
 plan and of two runs compared (docs/forks.md): plain data that JSON can carry, and lines of text.
 
-A comparison is whatever dataclass `runs.compare.runs_compare` answers: it is walked, not
+A comparison is whatever dataclass `runs.forks.compare.runs_compare` answers: it is walked, not
 spelled out here, so a figure added there shows at every door without a change here."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from django.db import models
 
-from runs.compare import Comparison
 from runs.forks import ForkPlan
+from runs.forks.compare import Comparison
 from runs.models import Run
 
 INDENT = "  "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from agents.browser_errors import BrowserError
+from agents.browser.errors import BrowserError
 from agents.domains import canonical_host, host_allowed, split_host_port
 from agents.egress import ALLOW_SETTING, PROXY_HOST, Egress, literal_refusal
 from agents.ports import ToolResult

@@ -31,7 +31,7 @@ from runs.arming import (
     apply_overrides,
     arm,
 )
-from runs.fork_points import BROWSER_NOT_RESTORED, fork_caveat, fork_points  # noqa: F401 (the interface)
+from runs.forks.points import BROWSER_NOT_RESTORED, fork_caveat, fork_points  # noqa: F401 (the interface)
 from runs.models import LedgerEntry, Pass, Run
 from runs.outlook import WorstCase
 from runs.results import snapshots

@@ -10,7 +10,7 @@ import yaml
 from catalogue.recipe.reader import RecipeError, split_frontmatter
 from reviews.services import DiffLine, text_diff
 from runs import forks
-from runs.compare import edits_in_force, lineage, run_prompt
+from runs.forks.compare import edits_in_force, lineage, run_prompt
 from runs.models import Run
 
 FAMILY_LIMIT = 500  # runs drawn in one family tree: a page, not a dump

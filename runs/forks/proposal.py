@@ -10,7 +10,7 @@ import yaml
 
 from reviews.models import ChangeRequest
 from reviews.services import change_request_open
-from runs.compare import edits_in_force
+from runs.forks.compare import edits_in_force
 from runs.models import Run
 from rysh_site.roles import require
 

@@ -1,6 +1,6 @@
 """The tools of a web recipe: a real Chromium, driven through Playwright, behind the tools port.
 
-One persistent browser context per `web_profile` (agents/browser_profiles.py), so a login made
+One persistent browser context per `web_profile` (agents/browser/profiles.py), so a login made
 once (`manage.py web_login`) is reused by every later run; an exclusive lock file keeps two
 processes from ever opening one profile at once.
 
@@ -8,10 +8,10 @@ Playwright's sync API runs an asyncio loop in the thread that calls it, and Djan
 `async_to_sync` refuse to work in such a thread. So every Playwright call happens on one
 thread this class owns; the engine's thread only submits work and waits for it.
 
-Its parts: how Chromium starts (browser_launch), what it may reach (browser_guard: every
+Its parts: how Chromium starts (launch.py), what it may reach (guard.py: every
 connection goes through its own egress proxy, agents/egress.py, which refuses private and
 internal addresses, and hosts outside `allowed_domains`, for every request and hop), the tab the
-tools act on (browser_page) and the tools themselves (browser_tools). Page content is data,
+tools act on (page.py) and the tools themselves (tools.py). Page content is data,
 never instructions: whatever a page says reaches the model inside a delimited <page_content> block.
 """
 
@@ -24,12 +24,12 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
-from agents.browser_errors import BrowserError, ToolError
-from agents.browser_guard import RequestGuard
-from agents.browser_launch import launch_options, launch_persistent, start_with_sandbox
-from agents.browser_page import BrowserTab, amounts_to, keys_of, navigate_target
-from agents.browser_profiles import ProfileLock, private_dir, profile_path
-from agents.browser_tools import BROWSER_TOOL_NAMES, BROWSER_TOOLS, ToolCalls, text_only
+from agents.browser.errors import BrowserError, ToolError
+from agents.browser.guard import RequestGuard
+from agents.browser.launch import launch_options, launch_persistent, start_with_sandbox
+from agents.browser.page import BrowserTab, amounts_to, keys_of, navigate_target
+from agents.browser.profiles import ProfileLock, private_dir, profile_path
+from agents.browser.tools import BROWSER_TOOL_NAMES, BROWSER_TOOLS, ToolCalls, text_only
 from agents.ports import PageCapture, ToolResult
 from agents.task_tools import ResultsTools
 

@@ -1,7 +1,7 @@
 """The browser tools a web recipe's model is offered, and their calls.
 
 `BROWSER_TOOLS` are their definitions (Messages API shape); `ToolCalls` runs one call on the
-browser's thread, on the tab (agents/browser_page.py). What a page says reaches the model only
+browser's thread, on the tab (agents/browser/page.py). What a page says reaches the model only
 inside a delimited <page_content> block — its text, and its title and URL too (the page sets both).
 """
 
@@ -11,9 +11,9 @@ import base64
 from typing import Any
 from urllib.parse import urlsplit
 
-from agents.browser_errors import ToolError
-from agents.browser_guard import RequestGuard, short_error
-from agents.browser_page import BrowserTab, navigate_target, shown_url
+from agents.browser.errors import ToolError
+from agents.browser.guard import RequestGuard, short_error
+from agents.browser.page import BrowserTab, navigate_target, shown_url
 from agents.ports import ToolResult
 from agents.task_tools import PAGE_NOTE, ResultsTools, page_text
 from budgets.guard import cut_marker

@@ -12,9 +12,9 @@ import base64
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
-from agents.browser_errors import ToolError
-from agents.browser_guard import RequestGuard
-from agents.browser_launch import VIEWPORT
+from agents.browser.errors import ToolError
+from agents.browser.guard import RequestGuard
+from agents.browser.launch import VIEWPORT
 from agents.ports import PageCapture
 from agents.task_tools import PAGE_NOTE, page_text
 

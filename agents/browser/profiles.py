@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.browser_errors import BrowserError
+from agents.browser.errors import BrowserError
 
 PROFILE_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 
