@@ -336,7 +336,11 @@ class FileTools:
             said = "is a file" if folder.exists() else "does not exist"
             raise ToolRefused(f"{path!r} {said}: glob searches a folder")
         found = sorted(
-            ((info.st_mtime_ns, self.shown(link)) for link, _real, rel, info in self._walk(folder) if matches(rel)),
+            (
+                (info.st_mtime_ns, self.shown(link))
+                for link, _real, rel, info in walk_files(folder, self._linkable)
+                if matches(rel)
+            ),
             key=lambda item: (-item[0], item[1]),
         )
         if not found:
@@ -359,7 +363,7 @@ class FileTools:
             return
         if not folder.is_dir():
             raise ToolRefused(f"no such file or folder {given!r}")
-        for link, real, rel, info in self._walk(folder):
+        for link, real, rel, info in walk_files(folder, self._linkable):
             if info.st_size > GREP_FILE_CAP or (keep is not None and not keep(rel)):
                 continue
             try:
@@ -369,37 +373,41 @@ class FileTools:
             if text is not None:
                 yield self.shown(link), text
 
-    def _walk(self, folder: Path) -> Iterator[tuple[Path, Path, str, os.stat_result]]:
-        """(path as walked, real path, path relative to folder, stat) of the regular files below folder,
-        in name order. Skips every .git, never enters a symlinked folder (it would walk a place
-        twice, or loop), and skips a linked file whose target is outside the copy or in a .git."""
-        pending = [(folder, "")]
-        while pending:
-            where, prefix = pending.pop()
-            try:
-                entries = sorted(os.scandir(where), key=lambda entry: entry.name)
-            except OSError:
+    def _linkable(self, real: Path) -> bool:
+        return self._within(real) and not self._in_git(real)
+
+
+def walk_files(folder: Path, linkable: Callable[[Path], bool]) -> Iterator[tuple[Path, Path, str, os.stat_result]]:
+    """(path as walked, real path, path relative to folder, stat) of the regular files below folder,
+    in name order. Skips every .git, never enters a symlinked folder (it would walk a place twice,
+    or loop), and skips a linked file whose target `linkable` refuses (outside the copy, in a .git)."""
+    pending = [(folder, "")]
+    while pending:
+        where, prefix = pending.pop()
+        try:
+            entries = sorted(os.scandir(where), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        folders = []
+        for entry in entries:
+            if entry.name.lower() == ".git":
                 continue
-            folders = []
-            for entry in entries:
-                if entry.name.lower() == ".git":
-                    continue
-                rel = prefix + entry.name
-                try:
-                    if entry.is_symlink():
-                        real = Path(entry.path).resolve()
-                        if not self._within(real) or self._in_git(real):
-                            continue
-                        info = os.stat(real)
-                        if stat.S_ISREG(info.st_mode):
-                            yield Path(entry.path), real, rel, info
-                    elif entry.is_dir(follow_symlinks=False):
-                        folders.append((Path(entry.path), rel + "/"))
-                    elif entry.is_file(follow_symlinks=False):
-                        yield Path(entry.path), Path(entry.path), rel, entry.stat(follow_symlinks=False)
-                except (OSError, RuntimeError):
-                    continue
-            pending.extend(reversed(folders))
+            rel = prefix + entry.name
+            try:
+                if entry.is_symlink():
+                    real = Path(entry.path).resolve()
+                    if not linkable(real):
+                        continue
+                    info = os.stat(real)
+                    if stat.S_ISREG(info.st_mode):
+                        yield Path(entry.path), real, rel, info
+                elif entry.is_dir(follow_symlinks=False):
+                    folders.append((Path(entry.path), rel + "/"))
+                elif entry.is_file(follow_symlinks=False):
+                    yield Path(entry.path), Path(entry.path), rel, entry.stat(follow_symlinks=False)
+            except (OSError, RuntimeError):
+                continue
+        pending.extend(reversed(folders))
 
 
 # -- text --
