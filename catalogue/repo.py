@@ -201,8 +201,83 @@ def open_repo(location: str, *, data_dir: str | os.PathLike | None = None) -> Gi
     return repo
 
 
+class RepoWrites:
+    """The writing side of a GitRepo (commits made without a checkout, published by compare-and-
+    swap, merges); it runs git through the GitRepo it is mixed into."""
+
+    def write_tree(self, base: str, files: dict[str, str | None]) -> str:
+        """The tree of `base` with `files` replaced (None deletes), built on a throwaway index."""
+        with tempfile.TemporaryDirectory(prefix="rysh-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            self.git("read-tree", base, env=env)
+            lines = []
+            for path, text in files.items():
+                if text is None:
+                    lines.append(f"0 {ZERO}\t{path}")
+                else:
+                    blob = self.out("hash-object", "-w", "--stdin", input=text).strip()
+                    lines.append(f"100644 {blob}\t{path}")
+            if lines:
+                self.git("update-index", "--index-info", input="\n".join(lines) + "\n", env=env)
+            return self.out("write-tree", env=env).strip()
+
+    def commit_tree(
+        self, tree: str, parents: list[str], message: str, *, author: Identity, committer: Identity | None = None
+    ) -> str:
+        committer = committer or author
+        args = ["commit-tree", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        return self.out(
+            *committer.config(), *args, input=message, env={**author.env("AUTHOR"), **committer.env("COMMITTER")}
+        ).strip()
+
+    def set_ref(self, branch: str, new: str, old: str | None) -> bool:
+        """Compare-and-swap a branch (old None: it must not exist yet). False when it moved."""
+        done = self.git("update-ref", f"refs/heads/{branch}", new, old or ZERO, ok=(0, 1, 128))
+        return done.returncode == 0
+
+    def publish(self, branch: str, new: str, old: str | None) -> None:
+        """Move `branch` from `old` to `new` here and, for a remote, there: a non-forced push,
+        so a branch that moved elsewhere since our fetch is refused (PushRejected)."""
+        with self.lock():
+            if self.remote:
+                done = self.git(
+                    "push", "--quiet", "--porcelain", "origin", f"{new}:refs/heads/{branch}", ok=(0, 1, 128)
+                )
+                if done.returncode:
+                    rejected = "rejected" in done.stdout or "fetch first" in done.stderr
+                    said = (self._scrub(done.stderr).strip().splitlines() or ["push failed"])[-1]
+                    raise (PushRejected if rejected else RepoError)(f"push to {self.shown} {branch} failed: {said}")
+                self.git("update-ref", f"refs/remotes/origin/{branch}", new)
+                self.git("update-ref", f"refs/heads/{branch}", new)
+                return
+            if not self.set_ref(branch, new, old):
+                raise PushRejected(f"{branch} moved in {self.shown} while we were writing")
+
+    def merge(self, *, target: str, tip: str, message: str, author: Identity, committer: Identity) -> Merge:
+        """Merge `tip` into `target` without a checkout: a fast-forward when `target` is an
+        ancestor, else `git merge-tree --write-tree` and a two-parent commit."""
+        if self.is_ancestor(target, tip):
+            return Merge(sha=tip, fast_forward=True)
+        if self.is_ancestor(tip, target):
+            return Merge(sha=target, fast_forward=True)  # already in: nothing to do
+        done = self.git("merge-tree", "--write-tree", "--name-only", "-z", target, tip, ok=(0, 1))
+        parts = done.stdout.split("\0")
+        if done.returncode == 1:
+            conflicts = []
+            for part in parts[1:]:
+                if not part:
+                    break
+                conflicts.append(part)
+            return Merge(sha=None, fast_forward=False, conflicts=tuple(dict.fromkeys(conflicts)))
+        tree = parts[0].strip()
+        sha = self.commit_tree(tree, [target, tip], message, author=author, committer=committer)
+        return Merge(sha=sha, fast_forward=False)
+
+
 @dataclass
-class GitRepo:
+class GitRepo(RepoWrites):
     location: str
     git_dir: Path
     remote: bool
@@ -435,78 +510,6 @@ class GitRepo:
             return None
         self.blobs_read += 1
         return done.stdout
-
-    # --- writing -----------------------------------------------------------------------------
-
-    def write_tree(self, base: str, files: dict[str, str | None]) -> str:
-        """The tree of `base` with `files` replaced (None deletes), built on a throwaway index."""
-        with tempfile.TemporaryDirectory(prefix="rysh-index-") as tmp:
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            self.git("read-tree", base, env=env)
-            lines = []
-            for path, text in files.items():
-                if text is None:
-                    lines.append(f"0 {ZERO}\t{path}")
-                else:
-                    blob = self.out("hash-object", "-w", "--stdin", input=text).strip()
-                    lines.append(f"100644 {blob}\t{path}")
-            if lines:
-                self.git("update-index", "--index-info", input="\n".join(lines) + "\n", env=env)
-            return self.out("write-tree", env=env).strip()
-
-    def commit_tree(
-        self, tree: str, parents: list[str], message: str, *, author: Identity, committer: Identity | None = None
-    ) -> str:
-        committer = committer or author
-        args = ["commit-tree", tree]
-        for parent in parents:
-            args += ["-p", parent]
-        return self.out(
-            *committer.config(), *args, input=message, env={**author.env("AUTHOR"), **committer.env("COMMITTER")}
-        ).strip()
-
-    def set_ref(self, branch: str, new: str, old: str | None) -> bool:
-        """Compare-and-swap a branch (old None: it must not exist yet). False when it moved."""
-        done = self.git("update-ref", f"refs/heads/{branch}", new, old or ZERO, ok=(0, 1, 128))
-        return done.returncode == 0
-
-    def publish(self, branch: str, new: str, old: str | None) -> None:
-        """Move `branch` from `old` to `new` here and, for a remote, there: a non-forced push,
-        so a branch that moved elsewhere since our fetch is refused (PushRejected)."""
-        with self.lock():
-            if self.remote:
-                done = self.git(
-                    "push", "--quiet", "--porcelain", "origin", f"{new}:refs/heads/{branch}", ok=(0, 1, 128)
-                )
-                if done.returncode:
-                    rejected = "rejected" in done.stdout or "fetch first" in done.stderr
-                    said = (self._scrub(done.stderr).strip().splitlines() or ["push failed"])[-1]
-                    raise (PushRejected if rejected else RepoError)(f"push to {self.shown} {branch} failed: {said}")
-                self.git("update-ref", f"refs/remotes/origin/{branch}", new)
-                self.git("update-ref", f"refs/heads/{branch}", new)
-                return
-            if not self.set_ref(branch, new, old):
-                raise PushRejected(f"{branch} moved in {self.shown} while we were writing")
-
-    def merge(self, *, target: str, tip: str, message: str, author: Identity, committer: Identity) -> Merge:
-        """Merge `tip` into `target` without a checkout: a fast-forward when `target` is an
-        ancestor, else `git merge-tree --write-tree` and a two-parent commit."""
-        if self.is_ancestor(target, tip):
-            return Merge(sha=tip, fast_forward=True)
-        if self.is_ancestor(tip, target):
-            return Merge(sha=target, fast_forward=True)  # already in: nothing to do
-        done = self.git("merge-tree", "--write-tree", "--name-only", "-z", target, tip, ok=(0, 1))
-        parts = done.stdout.split("\0")
-        if done.returncode == 1:
-            conflicts = []
-            for part in parts[1:]:
-                if not part:
-                    break
-                conflicts.append(part)
-            return Merge(sha=None, fast_forward=False, conflicts=tuple(dict.fromkeys(conflicts)))
-        tree = parts[0].strip()
-        sha = self.commit_tree(tree, [target, tip], message, author=author, committer=committer)
-        return Merge(sha=sha, fast_forward=False)
 
 
 def _parse_commit(record: str) -> Commit:
