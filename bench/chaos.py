@@ -236,7 +236,101 @@ def set_writable(folder: Path, writable: bool) -> str:
 # ---------------------------------------------------------------- the bench
 
 
-class Chaos(Installation):
+class ChaosTally:
+    """What a chaos run did, read back from the database and the fake server once it ended (the
+    Chaos installation it is mixed into holds both)."""
+
+    def tally(self) -> Tally:
+        from django.db.models import Sum
+
+        from bench.engine import run_overshoot
+        from runs.engine.verdicts import REPORT_NAME
+        from runs.models import LedgerEntry, Pass, Run
+
+        exchanges = list(self.fake.exchanges)
+        billed: dict[str, int] = defaultdict(int)
+        by_leg: dict[str, dict[tuple[int, str], int]] = defaultdict(lambda: defaultdict(int))
+        calls: dict[str, int] = defaultdict(int)
+        for x, request in zip(exchanges, self._bodies(), strict=False):
+            if x.tag:
+                billed[x.tag] += x.billed
+                calls[x.tag] += 1
+                by_leg[x.tag][leg_of(request)] += x.billed
+        doubles = double_driven(exchanges)
+        tally = Tally(runs=len(self.ids), double_driven=sum(doubles.values()))
+        print()
+        print(f"{'run':>5} {'state':<22} {'passes':>6} {'lost':>4} {'calls':>5} {'server':>8} {'ledger':>8}  cause")
+        for run in Run.objects.filter(pk__in=self.ids).order_by("pk"):
+            tag = TAG.search(run.recipe_text).group(0)
+            ledger = LedgerEntry.objects.filter(run=run).aggregate(s=Sum("counted_tokens"))["s"] or 0
+            counted = ledger
+            if ledger != run.tokens_counted:
+                print(f"  run #{run.pk}: the run's total ({run.tokens_counted}) is not its ledger's ({ledger})")
+            over_ledger = run_overshoot(run)[0] if run.state == "finished" else 0
+            over_server = server_overshoot(by_leg[tag], billed[tag], run.plan)
+            tally.overshoot_tokens += max(over_ledger, over_server)
+            tally.undercounted_tokens += max(0, billed[tag] - counted)
+            folder = Path(run.output_dir)
+            last = Pass.objects.filter(run=run).order_by("-number").first()
+            reported = [REPORT_NAME] + ([last.result_file] if last and last.result_file else [])
+            missing = [name for name in reported if not (folder / name).is_file()]
+            if run.state != "finished":
+                tally.hung += 1
+            elif missing:
+                tally.lost_results += 1
+            elif last and last.result_file:
+                tally.landed += 1
+            passes = Pass.objects.filter(run=run).count()
+            cause = run.cause or f"({run.state_label})"
+            if missing and run.state == "finished":
+                cause += f"  [missing: {', '.join(missing)}]"
+            print(
+                f"{'#' + str(run.pk):>5} {run.state_label:<22} {passes:>6} {run.lost_count:>4} {calls[tag]:>5} "
+                f"{billed[tag]:>8} {counted:>8}  {cause}"
+            )
+        self.diagnose([pk for pk in self.ids if pk not in self.announced])
+        for tag, pairs in doubles.items():
+            print(f"  double driven: {tag}: {pairs} pair(s) of calls in flight at once")
+        statuses: dict[int, int] = defaultdict(int)
+        for x in exchanges:
+            statuses[x.status] += 1
+        print(
+            f"\nserver log: {len(exchanges)} Messages calls ("
+            + ", ".join(f"{code}: {n}" for code, n in sorted(statuses.items()))
+            + f"), {sum(billed.values()):,} tokens billed; "
+            + f"{sum(1 for x in exchanges if x.aborted)} answers cut off by a closed connection"
+        )
+        print(
+            "faults injected: "
+            + ", ".join(
+                f"{kind} {self.injected.get(kind, 0)}" for kind in ("kill", "redis", "postgres", "api", "unwritable")
+            )
+        )
+        return tally
+
+    def diagnose(self, unfinished: list[int]) -> None:
+        """For a run that did not finish: its last events; the clusters' logs are kept."""
+        import shutil
+
+        from runs.models import RunEvent
+
+        if not unfinished:
+            return
+        for pk in unfinished:
+            events = list(RunEvent.objects.filter(run_id=pk).order_by("-pk")[:6])[::-1]
+            print(f"  run #{pk}, last events: " + " | ".join(f"{e.kind}: {e.message[:90]}" for e in events))
+        kept = Path(f"/tmp/rysh-chaos-{self.args.seed}-logs")
+        kept.mkdir(exist_ok=True)
+        for log in self.env.work.glob("qcluster-*.log"):
+            shutil.copy(log, kept / log.name)
+        print(f"  the clusters' logs are kept in {kept}")
+
+    def _bodies(self):
+        requests = [r for r in self.fake.requests]
+        return [r.json if isinstance(r.json, dict) else {} for r in requests]
+
+
+class Chaos(ChaosTally, Installation):
     def __init__(self, args, pg_url: str, redis: RedisService):
         super().__init__()
         self.args, self.pg_url, self.redis = args, pg_url, redis
@@ -471,97 +565,6 @@ class Chaos(Installation):
             self.say("not injected (no run left in flight): " + ", ".join(f.kind + f.detail for f in faults))
         time.sleep(1.5)  # let the server's last answers end, so the log is complete
         return self.tally()
-
-    # -- what happened
-
-    def tally(self) -> Tally:
-        from django.db.models import Sum
-
-        from bench.engine import run_overshoot
-        from runs.engine.verdicts import REPORT_NAME
-        from runs.models import LedgerEntry, Pass, Run
-
-        exchanges = list(self.fake.exchanges)
-        billed: dict[str, int] = defaultdict(int)
-        by_leg: dict[str, dict[tuple[int, str], int]] = defaultdict(lambda: defaultdict(int))
-        calls: dict[str, int] = defaultdict(int)
-        for x, request in zip(exchanges, self._bodies(), strict=False):
-            if x.tag:
-                billed[x.tag] += x.billed
-                calls[x.tag] += 1
-                by_leg[x.tag][leg_of(request)] += x.billed
-        doubles = double_driven(exchanges)
-        tally = Tally(runs=len(self.ids), double_driven=sum(doubles.values()))
-        print()
-        print(f"{'run':>5} {'state':<22} {'passes':>6} {'lost':>4} {'calls':>5} {'server':>8} {'ledger':>8}  cause")
-        for run in Run.objects.filter(pk__in=self.ids).order_by("pk"):
-            tag = TAG.search(run.recipe_text).group(0)
-            ledger = LedgerEntry.objects.filter(run=run).aggregate(s=Sum("counted_tokens"))["s"] or 0
-            counted = ledger
-            if ledger != run.tokens_counted:
-                print(f"  run #{run.pk}: the run's total ({run.tokens_counted}) is not its ledger's ({ledger})")
-            over_ledger = run_overshoot(run)[0] if run.state == "finished" else 0
-            over_server = server_overshoot(by_leg[tag], billed[tag], run.plan)
-            tally.overshoot_tokens += max(over_ledger, over_server)
-            tally.undercounted_tokens += max(0, billed[tag] - counted)
-            folder = Path(run.output_dir)
-            last = Pass.objects.filter(run=run).order_by("-number").first()
-            reported = [REPORT_NAME] + ([last.result_file] if last and last.result_file else [])
-            missing = [name for name in reported if not (folder / name).is_file()]
-            if run.state != "finished":
-                tally.hung += 1
-            elif missing:
-                tally.lost_results += 1
-            elif last and last.result_file:
-                tally.landed += 1
-            passes = Pass.objects.filter(run=run).count()
-            cause = run.cause or f"({run.state_label})"
-            if missing and run.state == "finished":
-                cause += f"  [missing: {', '.join(missing)}]"
-            print(
-                f"{'#' + str(run.pk):>5} {run.state_label:<22} {passes:>6} {run.lost_count:>4} {calls[tag]:>5} "
-                f"{billed[tag]:>8} {counted:>8}  {cause}"
-            )
-        self.diagnose([pk for pk in self.ids if pk not in self.announced])
-        for tag, pairs in doubles.items():
-            print(f"  double driven: {tag}: {pairs} pair(s) of calls in flight at once")
-        statuses: dict[int, int] = defaultdict(int)
-        for x in exchanges:
-            statuses[x.status] += 1
-        print(
-            f"\nserver log: {len(exchanges)} Messages calls ("
-            + ", ".join(f"{code}: {n}" for code, n in sorted(statuses.items()))
-            + f"), {sum(billed.values()):,} tokens billed; "
-            + f"{sum(1 for x in exchanges if x.aborted)} answers cut off by a closed connection"
-        )
-        print(
-            "faults injected: "
-            + ", ".join(
-                f"{kind} {self.injected.get(kind, 0)}" for kind in ("kill", "redis", "postgres", "api", "unwritable")
-            )
-        )
-        return tally
-
-    def diagnose(self, unfinished: list[int]) -> None:
-        """For a run that did not finish: its last events; the clusters' logs are kept."""
-        import shutil
-
-        from runs.models import RunEvent
-
-        if not unfinished:
-            return
-        for pk in unfinished:
-            events = list(RunEvent.objects.filter(run_id=pk).order_by("-pk")[:6])[::-1]
-            print(f"  run #{pk}, last events: " + " | ".join(f"{e.kind}: {e.message[:90]}" for e in events))
-        kept = Path(f"/tmp/rysh-chaos-{self.args.seed}-logs")
-        kept.mkdir(exist_ok=True)
-        for log in self.env.work.glob("qcluster-*.log"):
-            shutil.copy(log, kept / log.name)
-        print(f"  the clusters' logs are kept in {kept}")
-
-    def _bodies(self):
-        requests = [r for r in self.fake.requests]
-        return [r.json if isinstance(r.json, dict) else {} for r in requests]
 
     def tear_down(self) -> None:
         if self.unwritable:
