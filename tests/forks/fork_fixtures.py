@@ -14,7 +14,7 @@ from tests.fake_model import FakeModel, tool
 from tests.recipes_git import git
 from tests.workspaces.conftest import write_recipe
 
-FOUR_PASSES = """
+PASSES_RECIPE = """
     ---
     workdir: "{workdir}"
     loop:
@@ -23,13 +23,21 @@ FOUR_PASSES = """
         budget:
           size: 1b
       while:
-        max_iterations: 4
+        max_iterations: PASSES
         prompts:
           until: the tests pass and only calc.py changed
           iterate_with: Keep going on the same work.
     ---
     Make the failing test pass by fixing the code, never the test.
 """
+
+
+def passes_recipe(passes: int) -> str:
+    """A coding recipe whose loop has `passes` passes (its `{workdir}` filled by write_recipe)."""
+    return PASSES_RECIPE.replace("PASSES", str(passes))
+
+
+FOUR_PASSES = passes_recipe(4)
 
 
 def marks(n: int) -> list[dict]:

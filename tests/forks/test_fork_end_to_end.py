@@ -19,7 +19,7 @@ from runs.models import LedgerEntry, Pass, Run
 from runs.results import snapshots
 from runs.wiring import arm_run
 from tests.fakes.anthropic_server import fake_anthropic  # noqa: F401 (fixture)
-from tests.forks.fork_fixtures import files_of_commit, files_of_folder, files_of_tree
+from tests.forks.fork_fixtures import files_of_commit, files_of_folder, files_of_tree, passes_recipe
 from tests.recipes_git import git
 from tests.runs.test_view_runs import client_for, user_with
 from tests.workspaces.conftest import code_repo, write_recipe  # noqa: F401 (fixture)
@@ -28,22 +28,7 @@ from workspaces.models import Workspace, WorkspacePass
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-THREE_PASSES = """
-    ---
-    workdir: "{workdir}"
-    loop:
-      do:
-        max_iterations: 10
-        budget:
-          size: 1b
-      while:
-        max_iterations: 3
-        prompts:
-          until: the tests pass and only calc.py changed
-          iterate_with: Keep going on the same work.
-    ---
-    Make the failing test pass by fixing the code, never the test.
-"""
+THREE_PASSES = passes_recipe(3)
 EDITED = "Fix calc.mean so that the test passes: divide by len(values). Change calc.py only."
 
 
