@@ -161,6 +161,10 @@ class RecipeSpec:
     until_command: str | None = None
     # MCP servers the recipe may use (docs/mcp.md): their tools are `<server>__<tool>`
     mcp: tuple[McpUse, ...] = ()
+    # docs/chains.md: the recipe started when a run of this one is fulfilled, as a target
+    # (`task/digest`); None: no chain
+    on_success: str | None = None
+    on_success_line: int | None = None
     warnings: tuple[str, ...] = ()
 
     @property

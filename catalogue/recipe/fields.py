@@ -60,6 +60,7 @@ _TOP_KEYS = (
     "base",
     "setup",
     "until_command",
+    "on_success",
 )
 _WEB_ONLY = ("web_profile", "url", "web_read", "record")
 _TASK_ONLY = ("workdir", "base", "setup", "until_command")
@@ -151,8 +152,11 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
             "base": functools.partial(_read_base, r),
             "setup": functools.partial(_read_setup, r),
             "until_command": functools.partial(_read_command, r),
+            "on_success": functools.partial(_read_on_success, r, kind=kind),
         },
     )
+    if "on_success" in values:
+        values["on_success_line"] = r.line(keys["on_success"])
     if "workdir" in values:
         values["workdir_line"] = r.line(keys["workdir"])
     elif kind is Kind.CODE and "workdir" not in keys:
@@ -420,6 +424,30 @@ def _read_setup(r: Reader, node, field) -> tuple[str, ...] | None:
     if not items:
         r.expected(node, field, "at least one command")
     return tuple(commands)
+
+
+def _read_on_success(r: Reader, node, field, *, kind: Kind | None) -> str | None:
+    """`on_success: [<kind>:]<name>`: the recipe started when this one is fulfilled, written as the
+    target `<kind>/<name>` (the same kind as this recipe when none is named). Whether that recipe
+    exists, and the chain's depth and cycles, need the catalogue (catalogue.chains)."""
+    value = r.value(node, field)
+    if value is BAD:
+        return None
+    expected = "a recipe to start when this one is fulfilled: NAME or KIND:NAME (web, task or code)"
+    if not isinstance(value, str) or not value.strip():
+        r.expected(node, field, expected)
+        return None
+    word, _, name = value.strip().rpartition(":")
+    target_kind = _kind_called(word) if word else kind
+    if word and target_kind is None:
+        r.add(node, field, f"expected {' or '.join(Kind)} before ':', got {word!r} ({expected})")
+        return None
+    if not NAME_RE.match(name):
+        r.add(node, field, f"expected a recipe name of {_NAME_EXPECTED}, got {name!r}")
+        return None
+    if target_kind is None:  # the recipe's own kind is already refused
+        return None
+    return f"{Kind(target_kind)}/{name}"
 
 
 def _read_command(r: Reader, node, field) -> str | None:
