@@ -18,7 +18,8 @@ from budgets.units import BOOK, PAGE, format_duration, format_duration_go, forma
 if TYPE_CHECKING:  # the plan reads a recipe's fields; it never needs the parser
     from catalogue.spec import DoSpec, WhileSpec
 
-# rysh's floor: a wrap-up share under any trigger is raised, on every axis, to the floor.
+# rysh's floor: a wrap-up share under any trigger is raised, on every axis, to the floor. These
+# are the built-in values; a recipe's `loop.do.budget.watch.floor` sets its own (Floor).
 FLOOR_TRIGGER_STEPS, FLOOR_TRIGGER_SECONDS, FLOOR_TRIGGER_TOKENS = 50, 60, 60 * PAGE
 FLOOR_STEPS, FLOOR_SECONDS, FLOOR_TOKENS = 100, 5 * 60, 1 * BOOK
 
@@ -43,11 +44,34 @@ class Allotment:
 
 
 @dataclass(frozen=True)
+class Floor:
+    """The wrap-up share's floor: a share under any `trigger` axis is raised, on every axis, to
+    at least `raise_to` (docs/running-loops.md, "The floor")."""
+
+    trigger: Allotment = Allotment(FLOOR_TRIGGER_STEPS, FLOOR_TRIGGER_SECONDS, FLOOR_TRIGGER_TOKENS)
+    raise_to: Allotment = Allotment(FLOOR_STEPS, FLOOR_SECONDS, FLOOR_TOKENS)
+
+    def thin_axes(self, share: Allotment) -> list[str]:
+        """The axes of `share` under their trigger: "steps", "duration", "tokens"."""
+        below = (
+            share.steps < self.trigger.steps,
+            share.seconds < self.trigger.seconds,
+            share.tokens < self.trigger.tokens,
+        )
+        return [axis for axis, thin in zip(AXES, below) if thin]
+
+
+AXES = ("steps", "duration", "tokens")
+DEFAULT_FLOOR = Floor()
+
+
+@dataclass(frozen=True)
 class Split:
     task: Allotment
     takeover: Allotment | None  # the wrap-up leg's share (named as the stored plan names it); None: no wrap-up
     raw_takeover: Allotment | None  # the takeover share before floors
     floored: bool
+    floor: Floor = DEFAULT_FLOOR  # the floor the share was held to
 
     @property
     def worst(self) -> Allotment:
@@ -206,26 +230,22 @@ def summary_lines(
     ]
 
 
-def split_pass(ceiling: Allotment, takeover_when: int, has_takeover: bool) -> Split:
-    """Task gets ⌊ceiling × P/100⌋ on each axis, the takeover the rest, then rysh's floors."""
+def split_pass(ceiling: Allotment, takeover_when: int, has_takeover: bool, floor: Floor = DEFAULT_FLOOR) -> Split:
+    """Task gets ⌊ceiling × P/100⌋ on each axis, the takeover the rest, then the floor."""
     if not has_takeover:
-        return Split(task=ceiling, takeover=None, raw_takeover=None, floored=False)
+        return Split(task=ceiling, takeover=None, raw_takeover=None, floored=False, floor=floor)
     task = Allotment(*(value * takeover_when // 100 for value in _axes(ceiling)))
     raw = Allotment(*(c - t for c, t in zip(_axes(ceiling), _axes(task))))
-    takeover = floor_takeover(raw)
-    return Split(task=task, takeover=takeover, raw_takeover=raw, floored=takeover != raw)
+    takeover = floor_takeover(raw, floor)
+    return Split(task=task, takeover=takeover, raw_takeover=raw, floored=takeover != raw, floor=floor)
 
 
-def floor_takeover(share: Allotment) -> Allotment:
+def floor_takeover(share: Allotment, floor: Floor = DEFAULT_FLOOR) -> Allotment:
     """Below any trigger, every axis is raised to at least its floor; axes above stay."""
-    thin = (
-        share.steps < FLOOR_TRIGGER_STEPS
-        or share.seconds < FLOOR_TRIGGER_SECONDS
-        or share.tokens < FLOOR_TRIGGER_TOKENS
-    )
-    if not thin:
+    if not floor.thin_axes(share):
         return share
-    return Allotment(max(share.steps, FLOOR_STEPS), max(share.seconds, FLOOR_SECONDS), max(share.tokens, FLOOR_TOKENS))
+    up = floor.raise_to
+    return Allotment(max(share.steps, up.steps), max(share.seconds, up.seconds), max(share.tokens, up.tokens))
 
 
 def redistribute(outer: int | None, per_pass: int, passes: int, *, unit: int = 1) -> tuple[int, int]:
@@ -260,7 +280,7 @@ def resolve(do: DoSpec, loop_while: WhileSpec) -> Plan:
         seconds, outer_seconds = redistribute(loop_while.max_duration, seconds, loop_while.max_iterations)
         warnings += _disabled_axes(loop_while, do, outer_tokens, outer_seconds)
     ceiling = Allotment(do.max_iterations, seconds, tokens)
-    split = split_pass(ceiling, do.takeover_when, bool(do.takeover_prompt))
+    split = split_pass(ceiling, do.takeover_when, bool(do.takeover_prompt), do.floor)
     warnings += _split_warnings(split, ceiling)
     return Plan(
         loop_enabled=looping,

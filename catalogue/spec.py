@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from budgets.plan import DEFAULT_FLOOR, Floor
 from budgets.units import BOOK
 
 
@@ -81,6 +82,17 @@ class DoSpec:
     takeover_when: int = DEFAULT_TAKEOVER_WHEN
     takeover_prompt: str | None = None
     model: str | None = None
+    # the task leg's effort (wins over the recipe's top-level `effort:` for that leg); None: not set
+    effort: str | None = None
+    effort_line: int | None = None
+    # false: every tool call of the task leg waits for a person (docs/approvals.md)
+    auto_approve: bool = True
+    # `budget.watch.model` / `.effort`: the wrap-up leg's own (None: the task leg's)
+    watch_model: str | None = None
+    watch_effort: str | None = None
+    watch_effort_line: int | None = None
+    # `budget.watch.floor`: the wrap-up share's floor (the built-in one when absent)
+    floor: Floor = DEFAULT_FLOOR
 
 
 @dataclass(frozen=True)
@@ -93,7 +105,9 @@ class WhileSpec:
     budget: int | None = None  # tokens, whole loop
     until: str | None = None
     iterate_with: str | None = None
-    judge_model: str | None = None
+    judge_model: str | None = None  # `judge_model:` here or rysh's `model:` (which wins)
+    effort: str | None = None  # the judge's effort, sent on every judge call; None: not set
+    effort_line: int | None = None
 
     @property
     def runs_loop(self) -> bool:
@@ -109,6 +123,9 @@ class NotifyRule:
     channel: str
     events: tuple[str, ...]
     line: int | None = None
+    # rysh's mapping form's `to:`: this recipe's recipients instead of the channel's (email)
+    to: str | None = None
+    to_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -183,3 +200,17 @@ class RecipeSpec:
     @property
     def judge(self) -> str | None:
         return self.loop_while.judge_model or self.judge_model
+
+    @property
+    def task_effort(self) -> str | None:
+        """The task leg's effort: `loop.do.effort`, else the top-level `effort:`."""
+        return self.do.effort or self.effort
+
+    @property
+    def wrapup_model(self) -> str | None:
+        """The wrap-up leg's own model (`loop.do.budget.watch.model`), else the task leg's."""
+        return self.do.watch_model or self.executor_model
+
+    @property
+    def wrapup_effort(self) -> str | None:
+        return self.do.watch_effort or self.task_effort

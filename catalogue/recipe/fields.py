@@ -16,23 +16,22 @@ import yaml
 
 from budgets.efforts import EFFORTS, effort_refusal, takes_effort
 from budgets.units import UnitError, parse_duration
-from catalogue.recipe.goals import goal_warning
-from catalogue.recipe.placeholders import BUILTIN_PLACEHOLDERS
-from catalogue.recipe.reader import BAD, NULL_TAG, Reader, RecipeIssue
-from catalogue.spec import (
-    FOLDER_WORDS,
-    FOLDERS,
-    KINDS,
-    MAX_INTERVAL,
-    NOTIFY_EVENTS,
-    DoSpec,
-    Kind,
-    McpUse,
-    NotifyRule,
-    WhileSpec,
+from catalogue.recipe.loop_fields import (
+    DO_BUDGET_KEYS,
+    DO_KEYS,
+    FLOOR_KEYS,
+    LOOP_KEYS,
+    PROMPTS_KEYS,
+    WATCH_KEYS,
+    WHILE_BUDGET_KEYS,
+    WHILE_KEYS,
+    read_loop,
+    refuse_pinned_efforts,
 )
-
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
+from catalogue.recipe.notify_fields import NAME_EXPECTED, NAME_RE, NOTIFY_MAPPING_KEYS, notify_warnings, read_notify
+from catalogue.recipe.placeholders import BUILTIN_PLACEHOLDERS
+from catalogue.recipe.reader import BAD, NULL_TAG, Reader
+from catalogue.spec import FOLDER_WORDS, FOLDERS, KINDS, Kind, McpUse
 
 # --- the schema: which keys exist where -------------------------------------------------
 
@@ -67,14 +66,6 @@ _TASK_ONLY = ("workdir", "base", "setup", "until_command")
 CODE_WORKDIR = "."  # where a code recipe without `workdir:` works: the repository's root
 # what only a working copy gives meaning to (docs/coding-loops.md)
 _WORKDIR_ONLY = ("base", "setup", "until_command")
-_LOOP_KEYS = ("do", "while")
-_DO_KEYS = ("interval", "max_iterations", "max_duration", "auto_continue", "budget", "model")
-_DO_BUDGET_KEYS = ("size", "watch")
-_WATCH_KEYS = ("takeover_when", "takeover_prompt")
-_WHILE_KEYS = ("enabled", "max_iterations", "max_duration", "budget", "prompts", "judge_model")
-_WHILE_BUDGET_KEYS = ("size",)
-_PROMPTS_KEYS = ("until", "iterate_with")
-_NOTIFY_KEYS = ("channel", "events")
 _MCP_KEYS = ("server", "tools")
 
 # Where each mapping sits, so a key put at the wrong level can be pointed home
@@ -82,13 +73,15 @@ _MCP_KEYS = ("server", "tools")
 # on purpose: nobody should be sent there.
 HOMES = {
     "": _TOP_KEYS,
-    "loop": _LOOP_KEYS,
-    "loop.do": _DO_KEYS,
-    "loop.do.budget": _DO_BUDGET_KEYS,
-    "loop.do.budget.watch": _WATCH_KEYS,
-    "loop.while": _WHILE_KEYS,
-    "loop.while.budget": _WHILE_BUDGET_KEYS,
-    "loop.while.prompts": _PROMPTS_KEYS,
+    "loop": LOOP_KEYS,
+    "loop.do": DO_KEYS,
+    "loop.do.budget": DO_BUDGET_KEYS,
+    "loop.do.budget.watch": WATCH_KEYS,
+    "loop.do.budget.watch.floor": FLOOR_KEYS,
+    "loop.while": WHILE_KEYS,
+    "loop.while.budget": WHILE_BUDGET_KEYS,
+    "loop.while.prompts": PROMPTS_KEYS,
+    "notify": NOTIFY_MAPPING_KEYS,
 }
 
 _ARG_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -98,7 +91,7 @@ _URL_RE = re.compile(r"(https?://\S+|/(?!/)\S*)\Z", re.IGNORECASE)
 _CRON_FIELD_RE = re.compile(r"[0-9A-Za-z*/,\-]+\Z")
 _SCHEDULE_MACROS = ("@hourly", "@daily", "@weekly", "@monthly")
 _SCHEDULE_EXPECTED = 'off, @hourly, @daily, @weekly, @monthly, "@every <duration>" or 5 cron fields such as "0 7 * * *"'
-_NAME_EXPECTED = "lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+_NAME_EXPECTED = NAME_EXPECTED
 
 
 # --- the recipe's top level -----------------------------------------------------------------
@@ -146,7 +139,7 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
             "model": r.text,
             "judge_model": r.text,
             "effort": functools.partial(r.choice, options=EFFORTS),
-            "notify": functools.partial(_read_notify, r),
+            "notify": functools.partial(read_notify, r),
             "workdir": functools.partial(_read_workdir, r),
             "mcp": functools.partial(_read_mcp, r),
             "base": functools.partial(_read_base, r),
@@ -167,10 +160,14 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
         for key in _WORKDIR_ONLY:
             if key in values:
                 r.add(keys[key], key, "applies to coding loops only: add workdir: (the folder the agent works in)")
-    do, loop_while, warnings = _read_loop(r, keys)
+    do, loop_while, warnings, do_field = read_loop(r, keys)
     if "effort" in values:
         values["effort_line"] = r.line(keys["effort"])
-        _refuse_effort_for_pinned_model(r, keys["effort"], do.model or values.get("model"))
+        if do.effort is None:  # loop.do.effort wins for the task leg: this one is not sent then
+            _refuse_effort_for_pinned_model(r, keys["effort"], do.model or values.get("model"))
+    refuse_pinned_efforts(r, do, loop_while, where=do_field, model=values.get("model"), judge=values.get("judge_model"))
+    if "notify" in keys:
+        warnings += notify_warnings(r, keys["notify"])
     if kind is not None and name is not None:
         values.setdefault("output_dir", default_output_dir(kind, name))
     return {**values, "kind": kind, "name": name, "do": do, "loop_while": loop_while, "warnings": tuple(warnings)}
@@ -459,32 +456,6 @@ def _read_command(r: Reader, node, field) -> str | None:
     return None
 
 
-def _read_notify(r: Reader, node, field) -> tuple[NotifyRule, ...] | None:
-    """`notify: [{channel: ops, events: [run.ended, budget.80]}]`: the shape and the event
-    names here; whether the channel exists needs the database (catalogue.checks)."""
-    if not isinstance(node, yaml.SequenceNode):
-        r.expected(node, field, "a list of {channel: NAME, events: [...]} entries")
-        return None
-    rules = []
-    for item in node.value:
-        keys = r.mapping(item, field, _NOTIFY_KEYS)
-        if keys is None:
-            continue
-        channel = events = None
-        if "channel" not in keys or "events" not in keys:
-            missing = " and ".join(k for k in _NOTIFY_KEYS if k not in keys)
-            r.add(item, field, f"expected an entry with channel and events, got one without {missing}")
-        if "channel" in keys:
-            channel = r.matching(
-                keys["channel"], f"{field}.channel", pattern=NAME_RE, what=f"a channel name ({_NAME_EXPECTED})"
-            )
-        if "events" in keys:
-            events = _read_notify_events(r, keys["events"], f"{field}.events")
-        if channel is not None and events is not None:
-            rules.append(NotifyRule(channel=channel, events=events, line=r.line(keys["channel"])))
-    return tuple(rules)
-
-
 _MCP_SERVER_RE = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 _MCP_TOOL_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _MCP_EXPECTED = "a list of MCP server names, or {server: NAME, tools: [...]} entries"
@@ -541,25 +512,6 @@ def _mcp_server(r: Reader, node, field) -> str | None:
     return r.matching(node, field, pattern=_MCP_SERVER_RE, what="an MCP server name (lowercase letters, digits or '-')")
 
 
-def _read_notify_events(r: Reader, node, field) -> tuple[str, ...] | None:
-    items = r.items(node, field, "event names")
-    if items is None:
-        return None
-    events: list[str] = []
-    for item, value in items:
-        if isinstance(value, str) and value in NOTIFY_EVENTS:
-            if value not in events:
-                events.append(value)
-        elif value is not BAD:
-            r.expected(item, field, "one of " + ", ".join(NOTIFY_EVENTS))
-    if not events and items:
-        return None
-    if not items:
-        r.expected(node, field, "at least one event")
-        return None
-    return tuple(events)
-
-
 def _read_schedule(r: Reader, node, field) -> str | None:
     if not isinstance(node, yaml.ScalarNode) or node.tag == NULL_TAG:
         r.expected(node, field, _SCHEDULE_EXPECTED)
@@ -583,100 +535,4 @@ def _read_schedule(r: Reader, node, field) -> str | None:
     if len(fields) == 5 and all(_CRON_FIELD_RE.match(part) for part in fields):
         return text
     r.expected(node, field, _SCHEDULE_EXPECTED)
-    return None
-
-
-# --- the loop -------------------------------------------------------------------------------
-
-
-def _read_loop(r: Reader, keys: dict) -> tuple[DoSpec, WhileSpec, list[str]]:
-    loop = (r.mapping(keys["loop"], "loop", _LOOP_KEYS) if "loop" in keys else None) or {}
-    do = _read_do(r, loop["do"], "loop.do") if "do" in loop else DoSpec()
-    warnings = []
-    if "step" in keys:
-        # Legacy `step` is still validated: garbage in the file is an error even if unused.
-        legacy = _read_do(r, keys["step"], "step")
-        if "do" in loop:
-            warnings.append("step is ignored: loop.do is present")
-        else:
-            do = legacy
-    loop_while = _read_while(r, loop["while"], "loop.while", warnings) if "while" in loop else WhileSpec()
-    return do, loop_while, warnings
-
-
-def _read_do(r: Reader, node, field: str) -> DoSpec:
-    keys = r.mapping(node, field, _DO_KEYS)
-    if keys is None:
-        return DoSpec()
-    values = r.read_keys(
-        keys,
-        field,
-        {
-            "interval": functools.partial(r.whole, low=1, high=MAX_INTERVAL),
-            "max_iterations": functools.partial(r.whole, low=1),
-            "max_duration": r.duration,
-            "auto_continue": r.boolean,
-            "model": r.text,
-        },
-    )
-    if "budget" in keys:
-        values.update(_read_do_budget(r, keys["budget"], f"{field}.budget"))
-    return DoSpec(**values)
-
-
-def _read_do_budget(r: Reader, node, field: str) -> dict:
-    """DoSpec keywords from `budget:` — a mapping, or just a size (`budget: 4b`) like while's."""
-    if isinstance(node, yaml.ScalarNode):
-        size = r.tokens(node, field)
-        return {} if size is None else {"budget_size": size}
-    keys = r.mapping(node, field, _DO_BUDGET_KEYS)
-    if keys is None:
-        return {}
-    values = {}
-    if "size" in keys and (size := r.tokens(keys["size"], f"{field}.size")) is not None:
-        values["budget_size"] = size
-    if "watch" in keys and (watch := r.mapping(keys["watch"], f"{field}.watch", _WATCH_KEYS)):
-        values.update(
-            r.read_keys(
-                watch,
-                f"{field}.watch",
-                {
-                    "takeover_when": functools.partial(r.whole, low=10, high=99),
-                    "takeover_prompt": r.text,
-                },
-            )
-        )
-    return values
-
-
-def _read_while(r: Reader, node, field: str, warnings: list[str]) -> WhileSpec:
-    keys = r.mapping(node, field, _WHILE_KEYS)
-    if keys is None:
-        return WhileSpec()
-    values = r.read_keys(
-        keys,
-        field,
-        {
-            "enabled": r.boolean,
-            "max_iterations": functools.partial(r.whole, low=1),
-            "max_duration": r.duration,
-            "budget": functools.partial(_read_while_budget, r),
-            "judge_model": r.text,
-        },
-    )
-    if "prompts" in keys and (prompts := r.mapping(keys["prompts"], f"{field}.prompts", _PROMPTS_KEYS)):
-        values.update(r.read_keys(prompts, f"{field}.prompts", {"until": r.text, "iterate_with": r.text}))
-        if "until" in values and (warning := goal_warning(values["until"])):
-            # Placed like an error (file:line field), at the line of the until: value.
-            warnings.append(str(RecipeIssue(r.label, r.line(prompts["until"]), f"{field}.prompts.until", warning)))
-    return WhileSpec(**values)
-
-
-def _read_while_budget(r: Reader, node, field: str) -> int | None:
-    """`budget: 20b` or `budget: {size: 20b}`."""
-    if isinstance(node, yaml.ScalarNode):
-        return r.tokens(node, field)
-    keys = r.mapping(node, field, _WHILE_BUDGET_KEYS)
-    if keys and "size" in keys:
-        return r.tokens(keys["size"], f"{field}.size")
     return None
