@@ -22,7 +22,7 @@ Check = Callable[[RecipeSpec], list[RecipeIssue]]
 def effort_issues(spec: RecipeSpec) -> list[RecipeIssue]:
     """`effort:` on a recipe that does not pin its model is checked against the installation's
     default model (settings), which the pure reader cannot see; a pinned model is the reader's."""
-    if spec.effort is None or spec.executor_model is not None:
+    if spec.effort is None or spec.do.effort is not None or spec.executor_model is not None:
         return []
     from django.conf import settings  # read when the check runs: the default may be overridden
 
@@ -32,7 +32,32 @@ def effort_issues(spec: RecipeSpec) -> list[RecipeIssue]:
     return [RecipeIssue(PurePath(spec.path).name, spec.effort_line, "effort", effort_refusal(model))]
 
 
-EXTRA_CHECKS: list[Check] = [effort_issues]
+def leg_effort_issues(spec: RecipeSpec) -> list[RecipeIssue]:
+    """The loop's own efforts (`loop.do.effort`, `loop.do.budget.watch.effort`,
+    `loop.while.effort`) on a leg whose model is the installation's default."""
+    from django.conf import settings
+
+    do, judge = spec.do, spec.loop_while
+    seats = (
+        (do.effort, do.effort_line, spec.executor_model, settings.RYSH_EXECUTOR_MODEL, "loop.do.effort"),
+        (
+            do.watch_effort,
+            do.watch_effort_line,
+            spec.wrapup_model,
+            settings.RYSH_EXECUTOR_MODEL,
+            "loop.do.budget.watch.effort",
+        ),
+        (judge.effort, judge.effort_line, spec.judge, settings.RYSH_JUDGE_MODEL, "loop.while.effort"),
+    )
+    name = PurePath(spec.path).name
+    return [
+        RecipeIssue(name, line, field, effort_refusal(default))
+        for effort, line, pinned, default, field in seats
+        if effort is not None and pinned is None and not takes_effort(default)
+    ]
+
+
+EXTRA_CHECKS: list[Check] = [effort_issues, leg_effort_issues]
 
 
 def register(check: Check) -> Check:

@@ -23,7 +23,7 @@ from budgets.prices import format_money
 from budgets.units import format_tokens
 from catalogue.checks import extra_issues
 from catalogue.models import Recipe, RecipeVersion, RepoState
-from catalogue.plan_report import models_for, worst_case_money
+from catalogue.plan_report import models_for, worst_case_money, wrapup_for
 from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
 from catalogue.repo import Change, Commit, GitRepo, RepoError, open_repo, redact, split_recipe_path
 from catalogue.signals import recipes_synced
@@ -113,7 +113,7 @@ def parse_version(text: str, *, path: str, kind: str, name: str) -> dict:
         return {"valid": False, "errors": [str(i) for i in extra], "spec": {}, "plan": {}}
     plan = resolve(spec.do, spec.loop_while)
     executor, judge = models_for(spec)
-    money = worst_case_money(plan, executor=executor, judge=judge)
+    money = worst_case_money(plan, executor=executor, judge=judge, wrapup=wrapup_for(spec, executor))
     return {
         "valid": True,
         "errors": [],

@@ -10,6 +10,7 @@ class NotifyConfig(AppConfig):
     def ready(self) -> None:
         from catalogue.checks import register  # the catalogue's hook: it cannot import notify
         from notify import receivers  # noqa: F401  (connects the signal receivers)
-        from notify.selectors import unknown_channels  # models load after the app registry is ready
+        from notify.selectors import unknown_channels, unsendable_to  # models load after the app registry
 
         register(unknown_channels)
+        register(unsendable_to)

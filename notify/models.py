@@ -25,6 +25,10 @@ class ChannelKind(models.TextChoices):
     EMAIL = "email", "email"
 
 
+# the kinds whose recipients a recipe's `notify:` `to:` may replace (docs/notifications.md)
+TAKES_TO = (ChannelKind.EMAIL,)
+
+
 class Channel(Stamped):
     # the name a recipe's `notify:` uses: the same words as recipe names
     name = models.CharField(
@@ -86,6 +90,8 @@ class Delivery(models.Model):
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=40)
     payload = models.JSONField(default=dict)  # notify.events.Notice.as_dict()
+    # a recipe's `notify:` `to:`: the recipients this delivery goes to instead of the channel's
+    to = models.CharField(max_length=500, blank=True)
     state = models.CharField(max_length=10, choices=DeliveryState.choices, default=DeliveryState.PENDING, db_index=True)
     attempts = models.PositiveIntegerField(default=0)
     last_status = models.PositiveIntegerField(null=True, blank=True)  # the receiver's HTTP status

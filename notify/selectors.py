@@ -9,7 +9,7 @@ import os
 from catalogue.models import Recipe
 from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
 from catalogue.spec import RecipeSpec
-from notify.models import Channel, Delivery
+from notify.models import TAKES_TO, Channel, Delivery
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,37 @@ def unknown_channels(spec: RecipeSpec) -> list[RecipeIssue]:
         for rule in spec.notify
         if rule.channel not in names
     ]
+
+
+def unsendable_to(spec: RecipeSpec) -> list[RecipeIssue]:
+    """A recipe error for each `notify:` `to:` its channel cannot take: a channel whose kind
+    has no recipients of its own (a webhook, Slack), or addresses the kind refuses."""
+    from notify.services import ChannelError, check_recipients  # services import the catalogue's reader too
+
+    label = os.path.basename(spec.path) or spec.path
+    kinds = dict(Channel.objects.filter(name__in=[r.channel for r in spec.notify if r.to]).values_list("name", "kind"))
+    issues = []
+    for rule in spec.notify:
+        kind = kinds.get(rule.channel)
+        if rule.to is None or kind is None:  # no to:, or no such channel (unknown_channels says so)
+            continue
+        if kind not in TAKES_TO:
+            takes = ", ".join(TAKES_TO)
+            issues.append(
+                RecipeIssue(
+                    label,
+                    rule.to_line,
+                    "notify.to",
+                    f"channel {rule.channel!r} is a {kind} channel, which sends to its own address: "
+                    f"to: applies to {takes} channels only; remove to: or name such a channel",
+                )
+            )
+            continue
+        try:
+            check_recipients(rule.to)
+        except ChannelError as exc:
+            issues.append(RecipeIssue(label, rule.to_line, "notify.to", f"expected email addresses: {exc}"))
+    return issues
 
 
 def run_rules(run) -> list[dict]:

@@ -30,7 +30,7 @@ from audit.services import audit_record
 from catalogue.recipe import NAME_RE
 from notify import events, transport
 from notify.events import Notice
-from notify.models import MIN_SECRET_BYTES, Attempt, Channel, ChannelKind, Delivery, DeliveryState, Once
+from notify.models import MIN_SECRET_BYTES, TAKES_TO, Attempt, Channel, ChannelKind, Delivery, DeliveryState, Once
 from notify.senders import SENDERS, SendError
 
 log = logging.getLogger(__name__)
@@ -54,14 +54,17 @@ class ChannelError(ValueError):
 
 def notify(notice: Notice, *, rules: Iterable[dict] = ()) -> list[Delivery]:
     """Queue `notice` for every enabled channel that gets its event. `rules` are the recipe's
-    `notify:` entries ({channel, events}) when the event is about a recipe."""
-    named = {rule.get("channel") for rule in rules if notice.event in (rule.get("events") or ())}
+    `notify:` entries ({channel, events, to}) when the event is about a recipe; a rule's `to`
+    replaces the channel's recipients for its delivery (one delivery a channel still)."""
+    rules = [rule for rule in rules if notice.event in (rule.get("events") or ())]
+    named = {rule.get("channel") for rule in rules}
+    to = {rule["channel"]: rule["to"] for rule in rules if rule.get("to")}
     wanted = [
         channel
         for channel in Channel.objects.filter(enabled=True)
         if notice.event in (channel.events or []) or channel.name in named
     ]
-    return [queue(channel, notice) for channel in wanted]
+    return [queue(channel, notice, to=to.get(channel.name) if channel.kind in TAKES_TO else None) for channel in wanted]
 
 
 def notify_once(key: str, notice: Notice, *, rules: Iterable[dict] = ()) -> list[Delivery]:
@@ -81,8 +84,8 @@ def claim_once(key: str) -> bool:
     return True
 
 
-def queue(channel: Channel, notice: Notice) -> Delivery:
-    delivery = Delivery.objects.create(channel=channel, event=notice.event, payload=notice.as_dict())
+def queue(channel: Channel, notice: Notice, *, to: str | None = None) -> Delivery:
+    delivery = Delivery.objects.create(channel=channel, event=notice.event, payload=notice.as_dict(), to=to or "")
     transaction.on_commit(lambda: enqueue(delivery.pk))
     return delivery
 
@@ -109,8 +112,11 @@ def deliver(delivery_id: int) -> str:
     ):
         return f"delivery #{delivery_id}: another worker has it"
     started = time.monotonic()
+    channel = delivery.channel
+    if delivery.to:  # the recipe's own recipients, for this delivery only: the channel is not saved
+        channel.recipients = delivery.to
     try:
-        sent = SENDERS[delivery.channel.kind](delivery.channel, Notice.from_dict(delivery.payload), delivery.pk)
+        sent = SENDERS[channel.kind](channel, Notice.from_dict(delivery.payload), delivery.pk)
     except SendError as exc:
         return _failed(delivery, number, str(exc), exc.status, time.monotonic() - started)
     except Exception as exc:  # a bug in a sender is a failed attempt, logged, not a lost delivery

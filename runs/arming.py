@@ -129,7 +129,8 @@ def _edit_model(spec, do, loop, raw):
 def _edit_effort(spec, do, loop, raw):
     if raw not in EFFORTS:
         raise OverrideError(f"effort: expected one of {', '.join(EFFORTS)}, got {raw!r}")
-    return dataclasses.replace(spec, effort=raw), do, loop
+    # the person's effort is the task leg's: it replaces the recipe's `loop.do.effort` too
+    return dataclasses.replace(spec, effort=raw), dataclasses.replace(do, effort=None), loop
 
 
 _EDITS = {

@@ -15,7 +15,7 @@ from agents.coding_tools import BASH_TOOL, FILE_TOOL_NAMES
 from agents.task_tools import HTTP_TOOL, RESULT_TOOLS
 from budgets.plan import resolve
 from catalogue.checks import extra_issues
-from catalogue.plan_report import model_notes, models_for, plan_lines
+from catalogue.plan_report import model_notes, models_for, plan_lines, wrapup_for
 from catalogue.recipe import RecipeIssue, unfilled_placeholders
 from catalogue.selectors import tokenizer_notes
 from catalogue.spec import Kind
@@ -42,9 +42,10 @@ def check_report(spec, *, recipe_args, user_id: int | None) -> CheckReport:
         return CheckReport(errors=extra)
     plan = resolve(spec.do, spec.loop_while)
     executor, judge = models_for(spec)
-    if issues := _model_issues(spec, executor, judge if plan.judge_tokens else None):
+    wrapup = spec.do.watch_model if plan.split.takeover is not None else None
+    if issues := _model_issues(spec, executor, judge if plan.judge_tokens else None, wrapup):
         return CheckReport(errors=issues)
-    worst = WorstCase.of(plan, executor=executor, judge=judge)
+    worst = WorstCase.of(plan, executor=executor, judge=judge, wrapup=wrapup_for(spec, executor))
     return CheckReport(
         errors=[],
         plan_lines=plan_lines(spec, plan, executor=executor, judge=judge),
@@ -62,15 +63,19 @@ def check_report(spec, *, recipe_args, user_id: int | None) -> CheckReport:
     )
 
 
-MODEL_FIELDS = {"executor": ("loop.do.model", "model"), "judge": ("loop.while.judge_model", "judge_model")}
+MODEL_FIELDS = {
+    "executor": ("loop.do.model", "model"),
+    "judge": ("loop.while.judge_model", "judge_model"),
+    "wrapup": ("loop.do.budget.watch.model", "loop.do.budget.watch.model"),
+}
 MODEL_LINE = re.compile(r"""\s*(model|judge_model)\s*:\s*['"]?([^'"#\s]+)""")
 
 
-def _model_issues(spec, executor: str, judge: str | None) -> list[RecipeIssue]:
+def _model_issues(spec, executor: str, judge: str | None, wrapup: str | None = None) -> list[RecipeIssue]:
     """With a key: a recipe error for each model the key cannot use, at the line naming it
     (a model from the settings has no line: the setting is named instead)."""
     issues = []
-    for role, model in (("executor", executor), ("judge", judge)):
+    for role, model in (("executor", executor), ("wrapup", wrapup), ("judge", judge)):
         problem = models_api.unusable([model]) if model else None
         if problem:
             issues.append(RecipeIssue(Path(spec.path).name, *_model_place(spec, role, model), problem))
@@ -85,8 +90,8 @@ def _models_unchecked() -> list[str]:
 
 def _model_place(spec, role: str, model: str) -> tuple[int | None, str]:
     """(line, field) of where the recipe names the model."""
-    own = spec.do.model if role == "executor" else spec.loop_while.judge_model
-    top = spec.model if role == "executor" else spec.judge_model
+    own = {"executor": spec.do.model, "judge": spec.loop_while.judge_model, "wrapup": spec.do.watch_model}[role]
+    top = {"executor": spec.model, "judge": spec.judge_model, "wrapup": None}[role]
     if not (own or top):
         return None, "RYSH_EXECUTOR_MODEL" if role == "executor" else "RYSH_JUDGE_MODEL"
     field = MODEL_FIELDS[role][0 if own else 1]
@@ -95,9 +100,11 @@ def _model_place(spec, role: str, model: str) -> tuple[int | None, str]:
         lines = Path(spec.path).read_text().splitlines()
     except OSError:
         return None, field
+    # the judge's may be rysh's `loop.while.model:`; the wrap-up's is a `model:` under watch:
+    names = {name, "model"} if own and role != "executor" else {name}
     for number, text in enumerate(lines, 1):
         match = MODEL_LINE.match(text)
-        if match and match.group(1) == name and match.group(2) == model:
+        if match and match.group(1) in names and match.group(2) == model:
             return number, field
     return None, field
 

@@ -23,7 +23,7 @@ from budgets.quota import DAY, MONTH, ROLLING, from_micros, to_micros, window_en
 from budgets.units import format_tokens
 from budgets.when import next_tick, parse_when
 from budgets.when import zone as when_zone
-from catalogue.plan_report import models_for, prices, worst_case_money
+from catalogue.plan_report import models_for, prices, worst_case_money, wrapup_for
 from catalogue.recipe import RecipeError, parse_recipe
 from spend.models import Quota
 from spend.quotas import current, quotas_for
@@ -43,9 +43,10 @@ class WorstCase:
     models: tuple[str, ...]
 
     @classmethod
-    def of(cls, plan: Plan, *, executor: str, judge: str) -> WorstCase:
-        models = (executor, judge) if plan.judge_tokens else (executor,)
-        return cls(plan.worst_tokens, worst_case_money(plan, executor=executor, judge=judge), models)
+    def of(cls, plan: Plan, *, executor: str, judge: str, wrapup: str | None = None) -> WorstCase:
+        wrapup = wrapup if plan.split.takeover is not None else None
+        models = tuple(dict.fromkeys(m for m in (executor, wrapup, judge if plan.judge_tokens else None) if m))
+        return cls(plan.worst_tokens, worst_case_money(plan, executor=executor, judge=judge, wrapup=wrapup), models)
 
     @property
     def unpriced(self) -> list[str]:
@@ -84,7 +85,9 @@ def recipe_outlook(*, text: str, path: str, kind: str, user_id: int | None) -> t
     except RecipeError:
         return [], []  # not runnable: the form says why when it is sent
     executor, judge = models_for(spec)
-    worst = WorstCase.of(resolve(spec.do, spec.loop_while), executor=executor, judge=judge)
+    worst = WorstCase.of(
+        resolve(spec.do, spec.loop_while), executor=executor, judge=judge, wrapup=wrapup_for(spec, executor)
+    )
     return quota_lines(target=spec.target, user_id=user_id, worst=worst), price_warnings(worst.models)
 
 
@@ -179,7 +182,9 @@ def schedule_outlook(*, text: str | None, kind: str, name: str, now: datetime | 
     if not spec.schedule or spec.schedule == "off":
         return []
     executor, judge = models_for(spec)
-    worst = WorstCase.of(resolve(spec.do, spec.loop_while), executor=executor, judge=judge)
+    worst = WorstCase.of(
+        resolve(spec.do, spec.loop_while), executor=executor, judge=judge, wrapup=wrapup_for(spec, executor)
+    )
     try:
         lines = schedule_lines(target=spec.target, when=spec.schedule, worst=worst, now=now)
         if not lines:  # still worth knowing what it would spend in a day

@@ -26,7 +26,7 @@ from budgets.plan import grant_refusal
 from budgets.units import format_duration, format_tokens
 from catalogue.checks import extra_issues
 from catalogue.models import Recipe, RecipeVersion
-from catalogue.plan_report import model_notes, models_for, plan_lines
+from catalogue.plan_report import model_notes, models_for, plan_lines, wrapup_for
 from catalogue.recipe import RecipeError, parse_recipe, resolve_output_dir
 from catalogue.selectors import results_folder_owner
 from catalogue.spec import FOLDER_WORDS, Kind
@@ -271,7 +271,8 @@ def run_start(
         chosen = choose_provider(provider, target=spec.target, script=source.script)
         if chosen == "anthropic":
             preflight_anthropic()
-            preflight_models([executor, judge] if plan.judge_tokens else [executor])
+            leg_models = [executor] + ([wrapup_for(spec, executor)] if plan.split.takeover else [])
+            preflight_models(leg_models + ([judge] if plan.judge_tokens else []))
     except ProviderError as exc:
         raise RunRefused(str(exc)) from None
     if chosen == "scripted":

@@ -20,7 +20,7 @@ from catalogue.spec import NOTIFY_EVENTS, NotifyRule
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 NAME_EXPECTED = "lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
-NOTIFY_KEYS = ("channel", "events", "to")  # one entry of the list form
+NOTIFY_KEYS = ("channel", "events")  # one entry of the list form
 NOTIFY_MAPPING_KEYS = ("channel", "to", "humanoid")  # rysh's mapping form
 MAPPING_EVENTS = ("run.ended",)  # what rysh sends: the run's outcome when it ends
 TO_MAX = 500
@@ -52,9 +52,8 @@ def read_notify(r: Reader, node, field) -> tuple[NotifyRule, ...] | None:
             channel = _channel(r, keys["channel"], f"{field}.channel")
         if "events" in keys:
             events = _read_events(r, keys["events"], f"{field}.events")
-        to = _to(r, keys["to"], f"{field}.to") if "to" in keys else None
-        if channel is not None and events is not None and (to is not None or "to" not in keys):
-            rules.append(_rule(r, keys, channel, events, to))
+        if channel is not None and events is not None:
+            rules.append(_rule(r, keys, channel, events, None))
     return tuple(rules)
 
 

@@ -12,7 +12,7 @@ from django.db.models import Case, Value, When
 from runs import approvals
 from runs.engine.context import Armed
 from runs.models import Control, Pass, Run, RunState, Step
-from runs.states import interruption
+from runs.states import Phase, interruption
 
 CONTROL_POLL_SECONDS = 0.5
 
@@ -57,6 +57,10 @@ def keep_stop():
     return Case(When(control=Control.STOP, then=Value(Control.STOP)), default=Value(""))
 
 
+# the pattern an approval records when the recipe's `loop.do.auto_approve: false` held the call
+ASK_EVERY_CALL = "loop.do.auto_approve: false"
+
+
 class ApprovalGate:
     """The recipe's `approve:` patterns: a call they name waits for a person's answer."""
 
@@ -69,11 +73,14 @@ class ApprovalGate:
         """Hold a call the recipe's `approve:` names until a person answers: (why it is not
         done, or "" when it was approved; seconds waited), or None when it needs no approval."""
         patterns = self.armed.spec.approve
-        if not patterns:
+        every_call = not self.armed.spec.do.auto_approve and step.leg == Phase.TASK
+        if not patterns and not every_call:
             return None
         arguments = call.get("input") or {}
         asked = approvals.equivalents_of(self.armed.tools, call["name"], arguments)
         matched = approvals.gate_call(patterns, asked)
+        if matched is None and every_call:  # `loop.do.auto_approve: false`: as if approve: listed every tool
+            matched = (ASK_EVERY_CALL, call["name"])
         if matched is None:
             return None
         began = time.monotonic()

@@ -19,6 +19,7 @@ from runs.engine.call import StepReservation, budgeted_call, call_size, counted_
 from runs.engine.context import Armed
 from runs.engine.controls import Controls
 from runs.engine.quota import Quota
+from runs.engine.seats import judge_effort
 from runs.engine.step import apply_reply
 from runs.ledger import Ledger
 from runs.models import Pass, Phase, Run, Step
@@ -139,6 +140,7 @@ class Judge:
             purpose=Phase.JUDGING,
             pass_number=run_pass.number,
             cancelled=self.controls.cancel_requested,
+            effort=judge_effort(self.run.judge_model, self.armed.spec),
         )
 
     def _settle(

@@ -17,7 +17,6 @@ from functools import partial
 from django.db import transaction
 
 from agents.ports import ModelCancelled, ModelReply, ModelRequest
-from budgets.efforts import takes_effort
 from budgets.guard import DEFAULT_MAX_OUTPUT, LastCall, input_bound
 from runs import events
 from runs.conversation import without_images
@@ -26,6 +25,7 @@ from runs.engine.context import Armed, StepContext
 from runs.engine.controls import Controls
 from runs.engine.fit_results import ResultFitter
 from runs.engine.quota import QUOTA_CUT, Quota
+from runs.engine.seats import leg_effort, leg_model
 from runs.engine.tools import ToolRunner
 from runs.ledger import Ledger
 from runs.models import Run, Step
@@ -78,7 +78,7 @@ class Call:
             self.quota,
             ctx.run_pass,
             leg=ctx.leg,
-            model=self.run.executor_model,
+            model=leg_model(self.run, self.armed.spec, ctx.leg),
             message_count=len(ctx.conversation),
             none_known=self.ledger.no_quota_since_settle(),
         )
@@ -115,8 +115,9 @@ class Call:
     def _request(
         self, ctx: StepContext, messages: list, max_tokens: int = DEFAULT_MAX_OUTPUT, started: float | None = None
     ) -> ModelRequest:
+        model = leg_model(self.run, self.armed.spec, ctx.leg)
         return ModelRequest(
-            model=self.run.executor_model,
+            model=model,
             system=self.armed.system,
             messages=messages,
             tools=ctx.tools,
@@ -126,13 +127,8 @@ class Call:
             pass_number=ctx.run_pass.number,
             leg_start=ctx.run_pass.leg_start,
             cancelled=self.controls.cancel_requested,
-            effort=self._effort(),
+            effort=leg_effort(model, self.armed.spec, ctx.leg),
         )
-
-    def _effort(self) -> str | None:
-        """The recipe's effort, for a model that takes it (budgets.efforts); else none."""
-        effort = self.armed.spec.effort
-        return effort if effort and takes_effort(self.run.executor_model) else None
 
     def _after_call(self, ctx: StepContext, called: Called, reservation: StepReservation) -> ModelReply:
         """The tools the reply asks for, their results fitted, and the step settled."""
