@@ -261,12 +261,13 @@ class Reader:
 
     def _unknown_key(self, key: str, field: str, known: Sequence[str]) -> str:
         message = f"unknown key {key!r}"
-        close = difflib.get_close_matches(key, known, n=1)
-        if close:
-            return f"{message} (did you mean {close[0]!r}?)"
+        # a key of another level is pointed home first: `auto_approve:` at the top level is not `approve:`
         homes = [home or "the top level" for home, keys in self.homes.items() if key in keys and home != field]
         if homes:
             return f"{message} (it belongs under {' or '.join(homes)})"
+        close = difflib.get_close_matches(key, known, n=1)
+        if close:
+            return f"{message} (did you mean {close[0]!r}?)"
         return message
 
     def read_keys(self, keys: dict, field: str, readers: dict[str, Callable]) -> dict:

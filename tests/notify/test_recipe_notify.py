@@ -55,7 +55,10 @@ def test_it_reads_notify_entries_with_their_lines():
             "run.paused, schedule.disabled, change.opened, change.approved, change.conflict, eval.failed, "
             "got 'run.exploded'",
         ),
-        ("notify: ops\n", "job.md:2 notify: expected a list of {channel: NAME, events: [...]} entries, or rysh's {channel: NAME, to: ADDRESS}, got 'ops'"),
+        (
+            "notify: ops\n",
+            "job.md:2 notify: expected a list of {channel: NAME, events: [...]} entries, or rysh's {channel: NAME, to: ADDRESS}, got 'ops'",
+        ),
         ("notify:\n  - ops\n", "job.md:3 notify: expected a mapping with keys channel, events, got 'ops'"),
         (
             "notify:\n  - channel: ops\n",
