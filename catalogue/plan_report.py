@@ -33,7 +33,7 @@ def wrapup_for(spec: RecipeSpec, executor: str) -> str:
 def model_notes(spec: RecipeSpec) -> list[str]:
     """What `auto check` and the run form's preview say about the models a recipe pins: their
     generation, and whether they are legacy (the installation's defaults follow the lineup)."""
-    pinned = dict.fromkeys(m for m in (spec.executor_model, spec.judge) if m)
+    pinned = dict.fromkeys(m for m in (spec.executor_model, spec.do.watch_model, spec.judge) if m)
     return [note for model in pinned if (note := generation_note(model))]
 
 
