@@ -74,5 +74,8 @@ def test_without_a_floor_the_built_in_one_is_shown(recipe_file):
         "      watch:\n        takeover_prompt: Save.\n---\nGo.\n"
     )
     out = check(recipe_file(text, "plain"))
-    assert "floor:   100 steps / 5m / 1b when the wrap-up share is under 50 steps / 1m / 60p; not needed: the share is above every trigger" in out
+    assert (
+        "floor:   100 steps / 5m / 1b when the wrap-up share is under 50 steps / 1m / 60p; not needed: the share is above every trigger"
+        in out
+    )
     assert "models:  task claude-sonnet-5-5\n         wrap-up claude-sonnet-5-5\n" in out
