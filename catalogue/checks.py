@@ -35,7 +35,7 @@ def effort_issues(spec: RecipeSpec) -> list[RecipeIssue]:
 def leg_effort_issues(spec: RecipeSpec) -> list[RecipeIssue]:
     """The loop's own efforts (`loop.do.effort`, `loop.do.budget.watch.effort`,
     `loop.while.effort`) on a leg whose model is the installation's default."""
-    from django.conf import settings
+    from django.conf import settings  # read when the check runs: the defaults may be overridden
 
     do, judge = spec.do, spec.loop_while
     seats = (

@@ -10,6 +10,7 @@ from catalogue.models import Recipe
 from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
 from catalogue.spec import RecipeSpec
 from notify.models import TAKES_TO, Channel, Delivery
+from notify.services import ChannelError, check_recipients
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,6 @@ def unknown_channels(spec: RecipeSpec) -> list[RecipeIssue]:
 def unsendable_to(spec: RecipeSpec) -> list[RecipeIssue]:
     """A recipe error for each `notify:` `to:` its channel cannot take: a channel whose kind
     has no recipients of its own (a webhook, Slack), or addresses the kind refuses."""
-    from notify.services import ChannelError, check_recipients  # services import the catalogue's reader too
-
     label = os.path.basename(spec.path) or spec.path
     kinds = dict(Channel.objects.filter(name__in=[r.channel for r in spec.notify if r.to]).values_list("name", "kind"))
     issues = []
