@@ -76,7 +76,14 @@ def do_rejudge(cli: Cli, target, recipe_args, options):
     if not until:
         raise CommandError(f"{spec.target} has no until: give the goal to judge against with --until-file")
     judge_model = options.get("judge_model") or models_for(spec)[1]
-    asked = dict(kind=cli.kind, name=spec.name, until=until, judge_model=judge_model, n=options["rejudge_n"])
+    asked = dict(
+        kind=cli.kind,
+        name=spec.name,
+        until=until,
+        judge_model=judge_model,
+        judge_effort=spec.loop_while.effort or "",
+        n=options["rejudge_n"],
+    )
     try:
         estimate = rejudge.rejudge_estimate(**asked, provider=options.get("provider"))
         cli.stdout.write(f"estimate: {estimate.describe()}")

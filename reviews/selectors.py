@@ -109,6 +109,7 @@ class JudgeChange:
     until_after: str
     judge_before: str
     judge_after: str
+    effort_after: str = ""  # the proposed judge's `loop.while.effort` ("" none), sent on each re-judge call
 
     @property
     def until_changed(self) -> bool:
@@ -119,12 +120,12 @@ class JudgeChange:
         return self.judge_before != self.judge_after
 
 
-def _judge_of(text: str, *, kind: str, name: str) -> tuple[str, str] | None:
+def _judge_of(text: str, *, kind: str, name: str) -> tuple[str, str, str] | None:
     try:
         spec = parse_recipe(text, path=f"{name}.md", kind=kind, name=name)
     except RecipeError:
         return None
-    return (spec.loop_while.until or "").strip(), models_for(spec)[1]
+    return (spec.loop_while.until or "").strip(), models_for(spec)[1], spec.loop_while.effort or ""
 
 
 def change_request_judge_change(change: ChangeRequest) -> JudgeChange | None:
@@ -134,6 +135,6 @@ def change_request_judge_change(change: ChangeRequest) -> JudgeChange | None:
         return None
     before = _judge_of(change.base_text, kind=change.kind, name=change.name)
     after = _judge_of(change.proposed_text, kind=change.kind, name=change.new_name or change.name)
-    if before is None or after is None or before == after or not after[0]:
+    if before is None or after is None or before[:2] == after[:2] or not after[0]:
         return None
-    return JudgeChange(before[0], after[0], before[1], after[1])
+    return JudgeChange(before[0], after[0], before[1], after[1], effort_after=after[2])

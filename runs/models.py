@@ -463,6 +463,7 @@ class Rejudge(models.Model):
     target = models.CharField(max_length=210, db_index=True)  # kind/name of the recipe re-judged
     until = models.TextField()  # the goal the new judge reads
     judge_model = models.CharField(max_length=100)
+    judge_effort = models.CharField(max_length=10, blank=True)  # the recipe's loop.while.effort; "" none
     provider = models.CharField(max_length=20)  # anthropic | scripted
     script_path = models.CharField(max_length=1000, blank=True)  # the scripted provider's script
     requested = models.PositiveIntegerField()  # N: the last N judged passes with a snapshot

@@ -157,6 +157,7 @@ def _rejudge_context(request: HttpRequest, change: ChangeRequest) -> dict:
                 name=change.name,
                 until=judge_change.until_after,
                 judge_model=judge_change.judge_after,
+                judge_effort=judge_change.effort_after,
                 n=n,
             )
         except RejudgeRefused as exc:
@@ -190,6 +191,7 @@ def change_rejudge(request: HttpRequest, pk: int) -> HttpResponse:
             name=change.name,
             until=judge_change.until_after,
             judge_model=judge_change.judge_after,
+            judge_effort=judge_change.effort_after,
             n=_n_from(request.POST.get("n")),
             user=request.user,
             change_request=change,

@@ -31,6 +31,7 @@ from agents.ports import ModelError, ModelPort, ModelRequest
 from agents.providers import ProviderError, choose_provider, model_for, preflight_anthropic
 from agents.scripted import ScriptError
 from audit.services import audit_record
+from budgets.efforts import takes_effort
 from budgets.guard import input_bound
 from budgets.plan import JUDGE_MAX_TOKENS
 from budgets.prices import format_money
@@ -86,6 +87,7 @@ class Estimate:
     worst_tokens: int  # every candidate's input bound + JUDGE_MAX_TOKENS
     budget_tokens: int  # worst_tokens, capped by RYSH_REJUDGE_MAX_TOKENS
     money: Decimal | None  # the budget priced at the model's dearest counted rate; None: unpriced
+    judge_effort: str = ""  # the recipe's `loop.while.effort`, sent to a model that takes one
 
     @property
     def capped(self) -> bool:
@@ -190,7 +192,7 @@ def _script_for(kind: str, name: str, target: str) -> Path | None:
 
 
 def rejudge_estimate(
-    *, kind: str, name: str, until: str, judge_model: str, n: int, provider: str | None = None
+    *, kind: str, name: str, until: str, judge_model: str, n: int, provider: str | None = None, judge_effort: str = ""
 ) -> Estimate:
     """What a re-judge would judge and the most it may spend, before it starts; the provider
     is the one a run of the recipe would get (Claude with a key, else the offline script)."""
@@ -217,6 +219,7 @@ def rejudge_estimate(
         worst_tokens=worst,
         budget_tokens=budget,
         money=money,
+        judge_effort=judge_effort,
     )
 
 
@@ -230,6 +233,7 @@ def rejudge_start(
     until: str,
     judge_model: str,
     n: int,
+    judge_effort: str = "",
     user=None,
     change_request=None,
     provider: str | None = None,
@@ -247,7 +251,9 @@ def rejudge_start(
         raise RejudgeRefused("the goal (until) is empty: nothing to judge against")
     if change_request is not None:
         _refuse_while_active(change_request)
-    estimate = rejudge_estimate(kind=kind, name=name, until=until, judge_model=judge_model, n=n, provider=provider)
+    estimate = rejudge_estimate(
+        kind=kind, name=name, until=until, judge_model=judge_model, n=n, provider=provider, judge_effort=judge_effort
+    )
     if not estimate.candidates:
         raise RejudgeRefused(f"{estimate.target} has no judged pass with a saved result to re-judge")
     if seen_estimate is not None and seen_estimate != estimate.fingerprint:
@@ -278,6 +284,7 @@ def _create(estimate: Estimate, *, n: int, user, change_request, enqueue: bool) 
             target=estimate.target,
             until=estimate.until,
             judge_model=estimate.judge_model,
+            judge_effort=estimate.judge_effort,
             provider=estimate.provider,
             script_path=estimate.script_path,
             requested=n,
@@ -449,6 +456,7 @@ def _request(rejudge: Rejudge, candidate: Candidate, messages: list, max_tokens:
         deadline=time.monotonic() + CALL_SECONDS,
         purpose=Phase.JUDGING,  # the scripted model answers it with the script's judge reply
         pass_number=candidate.run_pass.number,
+        effort=rejudge.judge_effort if rejudge.judge_effort and takes_effort(rejudge.judge_model) else None,
     )
 
 

@@ -9,8 +9,10 @@ from runs import services, worker
 from runs.engine.controls import ASK_EVERY_CALL
 from runs.models import Approval, ApprovalState, RunState, Step
 from runs.wiring import arm_run
+from runs.workbench import rejudge as rj
 from tests.fake_model import FakeModel, tool
 from tests.fakes.anthropic_server import fake_anthropic, judge_or  # noqa: F401 (fixture)
+from tests.runs.rejudge_fixtures import judged_run, scripted_verdicts
 from tests.runs.test_approvals import Person, Tools, drive_with
 
 SEATS = """---
@@ -134,3 +136,20 @@ def test_auto_approve_true_is_as_before(start):
     tools = Tools()
     run = drive_with(run, FakeModel(task=[{"text": "x", "tools": [tool("look", at="home")]}, {"text": "Done."}]), tools)
     assert run.cause == "done" and tools.calls == [("look", {"at": "home"})] and not Approval.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_rejudge_sends_the_judges_effort(fake_anthropic, tmp_path):
+    judged_run(tmp_path / "a", [("NO", "R1 draft"), ("YES", "R2 one source")])
+    scripted_verdicts(fake_anthropic, {"R2": "YES\nfine", "R1": "NO\nnot yet"})
+    asked = dict(kind="task", name="report", until="result.md names a source.", n=2, enqueue=False)
+    for model, effort, sent in (
+        ("claude-opus-4-7", "medium", {"effort": "medium"}),
+        ("claude-haiku-4-5", "medium", None),  # a model that takes none gets none
+        ("claude-opus-4-7", "", None),
+    ):
+        fake_anthropic.requests.clear()
+        rejudge = rj.rejudge_start(judge_model=model, judge_effort=effort, **asked)
+        assert rj.rejudge_execute(rejudge.pk).cause == "done"
+        bodies = [r.json for r in fake_anthropic.requests if r.path == "/v1/messages"]
+        assert len(bodies) == 2 and all(body.get("output_config") == sent for body in bodies)
