@@ -9,6 +9,7 @@ import pytest
 from budgets.plan import DEFAULT_FLOOR, Allotment, Floor
 from budgets.units import BOOK, PAGE
 from catalogue.recipe import RecipeError, parse_recipe
+from runs.arming import apply_overrides
 
 PATH = ".rysh/automations/tasks/job.md"
 
@@ -207,3 +208,8 @@ def test_the_top_level_effort_is_not_refused_when_the_do_effort_replaces_it():
 )
 def test_a_slip_is_pointed_home(frontmatter, expected):
     assert any(expected in issue for issue in errors(frontmatter))
+
+
+def test_a_forks_effort_replaces_the_task_legs_own():
+    spec = apply_overrides(spec_of("model: claude-opus-4-7\nloop:\n  do:\n    effort: high\n"), {"effort": "low"})
+    assert spec.task_effort == "low"
