@@ -39,6 +39,7 @@ from runs.engine.judge import Judge
 from runs.engine.outcome import Finish, Interrupted, Outcome, Pause, outcome_write
 from runs.engine.passes import Passes
 from runs.engine.quota import Quota
+from runs.engine.seats import leg_model
 from runs.engine.step import Call
 from runs.engine.tools import ToolRunner
 from runs.ledger import Ledger
@@ -261,7 +262,7 @@ def leg_run(ctx: LoopContext, run_pass: Pass, leg: str) -> str:
         try:
             made = ctx.call.make(step, left.tokens)
         except QuotaRefused as refused:
-            ctx.quota.wait(refused, ctx.run.executor_model)
+            ctx.quota.wait(refused, leg_model(ctx.run, ctx.armed.spec, leg))  # the model the leg calls
             continue
         if made is None:
             return PassStop.TOKENS  # too little left for a useful answer: a budget stop
