@@ -28,7 +28,7 @@ def test_it_syncs_a_package_folder_as_a_package_with_its_version(packages_repo):
     assert version.info["type"] == "agent" and version.info["evals"] == ["fix-mean"]
     assert version.info["agent"] == {
         "name": "test-fixer",
-        "model": "claude-sonnet-5",
+        "model": "claude-sonnet-5-5",
         "worktree": True,
         "auto_approve": True,
     }
@@ -49,10 +49,10 @@ def test_a_broken_skill_never_replaces_the_last_good_version(packages_repo):
     assert package.latest.errors == [
         "SKILL.md:1 name: missing: an agent's SKILL.md names it in its front matter (name: ...)"
     ]
-    fixed = packages_repo.commit("fixed", {"SKILL.md": SKILL.replace("claude-sonnet-5", "claude-opus-5")})
+    fixed = packages_repo.commit("fixed", {"SKILL.md": SKILL.replace("claude-sonnet-5-5", "claude-opus-5-5")})
     package.refresh_from_db()
     assert package.good == package.latest and package.good.commit_sha == fixed
-    assert package.good.info["agent"]["model"] == "claude-opus-5"
+    assert package.good.info["agent"]["model"] == "claude-opus-5-5"
 
 
 def test_a_tool_we_lack_makes_the_version_invalid_and_is_named(packages_repo):
@@ -99,7 +99,7 @@ def test_the_package_page_renders_the_skill_and_offers_the_run_form_to_operators
     page = client_for(user_with("operator")).get("/packages/test-fixer/").content.decode()
     assert "<li>Run the tests and read the first failure.</li>" in page
     assert "name: test-fixer" not in page  # the front matter is shown as facts, not as text
-    assert "claude-sonnet-5" in page and "works in its own working copy" in page
+    assert "claude-sonnet-5-5" in page and "works in its own working copy" in page
     assert 'id="package-run"' in page and 'name="prompt"' in page and 'name="budget"' in page
     viewer = client_for(user_with("viewer")).get("/packages/test-fixer/").content.decode()
     assert 'id="package-run"' not in viewer

@@ -40,7 +40,7 @@ def test_it_reads_an_agent_package_in_rysh_format():
     assert manifest.declares_tools == ("bash", "file_read", "edit", "grep", "glob")
     assert (skill.name, skill.model, skill.worktree, skill.auto_approve) == (
         "test-fixer",
-        "claude-sonnet-5",
+        "claude-sonnet-5-5",
         True,
         True,
     )
@@ -56,10 +56,10 @@ def test_a_skill_without_a_name_is_refused_at_its_front_matter():
 
 
 def test_a_model_the_lineup_does_not_know_is_refused_at_its_line_with_the_nearest():
-    text = SKILL.replace("model: claude-sonnet-5", "model: claude-sonet-5")
+    text = SKILL.replace("model: claude-sonnet-5-5", "model: claude-sonet-5-5")
     assert issues(lambda: read_skill(text)) == [
-        "SKILL.md:4 model: unknown model 'claude-sonet-5': expected a model of the lineup, such as "
-        "claude-sonnet-5 (did you mean 'claude-sonnet-5'?)"
+        "SKILL.md:4 model: unknown model 'claude-sonet-5-5': expected a model of the lineup, such as "
+        "claude-sonnet-5 (did you mean 'claude-sonnet-5-5'?)"
     ]
 
 
@@ -162,7 +162,7 @@ def test_an_agents_run_is_a_recipe_with_its_instructions_then_the_prompt():
         "code",
         "agent-test-fixer",
         ".",
-        "claude-sonnet-5",
+        "claude-sonnet-5-5",
     )
     assert spec.prompt.startswith("You make failing tests pass.")
     assert spec.prompt.endswith("## The task\n\nmake the tests pass")
