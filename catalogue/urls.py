@@ -1,6 +1,7 @@
 from django.urls import path
 
-from catalogue import package_views, views
+from catalogue import views
+from catalogue.packages import views as package_views
 
 urlpatterns = [
     path("", views.recipe_list, name="home"),  # shadowed by the dashboard; LOGIN_REDIRECT_URL's name

@@ -6,7 +6,8 @@ is a recipe file (front matter of recipe keys, no `kind`: web when it has url/we
 web_profile, code when it has workdir, else task). `read_package` reads one folder's files into
 a Package or raises RecipeError with every issue (file, line, field, expected).
 
-Pure: stdlib + PyYAML, no Django, no I/O.
+The reader (this module, manifest, skill, tools) is pure: stdlib + PyYAML, no Django, no I/O;
+`views` is the packages' pages, an edge on top of it.
 """
 
 from __future__ import annotations
