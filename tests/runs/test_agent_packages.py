@@ -113,3 +113,36 @@ def test_it_refuses_an_unknown_package_and_a_missing_prompt(packages_repo):
     with pytest.raises(CommandError, match="an agent runs with a prompt"):
         call_command("auto", "agent", "run", "test-fixer")
     assert not Run.objects.exists()
+
+
+LOOP_MANIFEST = """name: "@team/tiny-loop"
+version: "1.0.0"
+type: loop
+entry: SKILL.md
+declares_tools: [bash, edit]
+"""
+LOOP_ENTRY = """---
+description: Implement a goal, test, repeat until green.
+args: [goal]
+workdir: "."
+loop:
+  while:
+    max_iterations: 2
+    prompts:
+      until: "{{goal}} is done and the tests pass"
+---
+Work toward: {{goal}}
+"""
+
+
+def test_a_loop_package_runs_as_the_recipe_it_is_with_its_arguments(fake_anthropic, packages_repo):
+    folder = packages_repo.path / ".rysh/packages/tiny-loop"
+    folder.mkdir()
+    (folder / "rysh.pkg.yaml").write_text(LOOP_MANIFEST)
+    (folder / "SKILL.md").write_text(LOOP_ENTRY)
+    packages_repo.commit("a loop package")
+    out = StringIO()
+    call_command("auto", "agent", "run", "tiny-loop", "fix the mean", stdout=out)
+    run = Run.objects.get()
+    assert (run.target, run.args, run.package) == ("code/tiny-loop", ["fix the mean"], "@team/tiny-loop@1.0.0")
+    assert run.plan["passes"] == 2 and run.recipe_text == LOOP_ENTRY
