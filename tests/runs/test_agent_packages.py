@@ -58,6 +58,9 @@ def test_auto_agent_run_fixes_the_failing_test_in_its_own_copy(fake_anthropic, p
     prompt = prompt if isinstance(prompt, str) else prompt[0]["text"]
     assert prompt.startswith("You make failing tests pass.") and prompt.endswith("## The task\n\nmake the tests pass")
     assert first["model"] == "claude-sonnet-5-5"
+    # the coding tools it declares, and not the one it does not (file_write); the results tools stay
+    offered = {tool["name"] for tool in first["tools"]}
+    assert {"bash", "file_read", "edit", "grep", "glob", "save_result"} <= offered and "file_write" not in offered
     outputs = [r["content"] for s in run.passes.get().steps.order_by("number") for r in s.tool_results]
     assert "FAILED (failures=1)" in outputs[0]
     assert "OK" in outputs[2]
