@@ -115,3 +115,14 @@ def test_auto_agent_list_prints_the_packages(packages_repo, capsys):
     call_command("auto", "agent", "list")
     out = capsys.readouterr().out
     assert "test-fixer" in out and "0.2.0" in out and "bash,file_read,edit,grep,glob" in out
+
+
+def test_auto_eval_finds_a_packages_cases_by_its_name(packages_repo):
+    from cli.evals import _path_or_target
+    from evals.services import suite_plan
+
+    assert _path_or_target("test-fixer") == (str(packages_repo.package), None)
+    assert _path_or_target("task/report") == (None, "task/report")
+    assert _path_or_target("no-such-package") == (None, "no-such-package")
+    plan = suite_plan(target=None, path=str(packages_repo.package), case=None)
+    assert any("fix-mean" in line for line in plan.lines)
