@@ -119,6 +119,7 @@ def test_auto_agent_list_prints_the_packages(packages_repo, capsys):
 
 def test_auto_eval_finds_a_packages_cases_by_its_name(packages_repo):
     from cli.evals import _path_or_target
+    from evals.planning import arm_case, read_path
     from evals.services import suite_plan
 
     assert _path_or_target("test-fixer") == (str(packages_repo.package), None)
@@ -126,3 +127,10 @@ def test_auto_eval_finds_a_packages_cases_by_its_name(packages_repo):
     assert _path_or_target("no-such-package") == (None, "no-such-package")
     plan = suite_plan(target=None, path=str(packages_repo.package), case=None)
     assert any("fix-mean" in line for line in plan.lines)
+    # run with the agent's own instructions and model, not the built-in agent
+    read = read_path(str(packages_repo.package))
+    assert read.kind == "code" and "model: claude-sonnet-5-5" in read.text
+    assert "You make failing tests pass." in read.text and "Do the task of this eval case, below." in read.text
+    spec, _plan, overrides = arm_case(read, read.cases[0])
+    assert spec.prompt.endswith("The task of this case:\nFix the failing test in pkg/.")
+    assert overrides["until"] == "the test passes because the code was fixed"
