@@ -11,7 +11,9 @@ from django.views.decorators.http import require_POST
 
 from catalogue.markdown import render_markdown
 from catalogue.package_selectors import package_get, package_list, package_row
+from catalogue.packages import MANIFEST_NAME
 from catalogue.recipe.reader import split_frontmatter
+from reviews.services import text_diff
 from runs.packages import package_run_start
 from runs.selectors import package_runs_recent
 from runs.services import RunRefused
@@ -56,8 +58,24 @@ def _detail(request, package, form, status: int = 200) -> HttpResponse:
         "form": form,
         "can_run": user_can(request.user, "operate") and row.runnable,
         "runs": package_runs_recent(package=package),
+        **_newest_change(package),
     }
     return render(request, "catalogue/package_detail.html", context, status=status)
+
+
+def _newest_change(package) -> dict:
+    """What the newest version changed against the one before it: each file's diff (the
+    manifest, the entry), as a change request shows a recipe's."""
+    latest = package.latest
+    before = package.versions.filter(id__lt=latest.pk).order_by("-id").first() if latest else None
+    if before is None:
+        return {}
+    files = [
+        (MANIFEST_NAME, before.manifest_text, latest.manifest_text),
+        (latest.entry_path or before.entry_path, before.entry_text, latest.entry_text),
+    ]
+    diffs = [(name, text_diff(old, new)) for name, old, new in files if old != new]
+    return {"before": before, "diffs": diffs}
 
 
 @login_required

@@ -134,3 +134,12 @@ def test_auto_eval_finds_a_packages_cases_by_its_name(packages_repo):
     spec, _plan, overrides = arm_case(read, read.cases[0])
     assert spec.prompt.endswith("The task of this case:\nFix the failing test in pkg/.")
     assert overrides["until"] == "the test passes because the code was fixed"
+
+
+def test_the_package_page_shows_what_the_newest_version_changed(packages_repo):
+    packages_repo.commit("a newer model", {"SKILL.md": SKILL.replace("claude-sonnet-5-5", "claude-opus-5-5")})
+    page = client_for(user_with("viewer")).get("/packages/test-fixer/").content.decode()
+    changed = page.split('id="newest-change"')[1].split("</section>")[0]
+    assert "<code>SKILL.md</code>" in changed and "a newer model" in changed
+    assert "<code>-model: claude-sonnet-5-5</code>" in changed and "<code>+model: claude-opus-5-5</code>" in changed
+    assert "rysh.pkg.yaml" not in changed  # the manifest did not change
