@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.urls import path
 from ninja import NinjaAPI
 
-from api.views import approvals, evals, forks, profile, recipes, runs, spend
+from api.views import approvals, evals, forks, packages, profile, recipes, runs, spend
 from api.views.common import TokenAuth, install_error_handlers
 
 api = NinjaAPI(
@@ -28,7 +28,7 @@ api = NinjaAPI(
     docs_decorator=login_required,
 )
 install_error_handlers(api)
-for module in (recipes, evals, runs, forks, approvals, spend):
+for module in (recipes, evals, runs, forks, approvals, spend, packages):
     api.add_router("/", module.router)
 
 urlpatterns = [

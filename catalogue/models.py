@@ -133,3 +133,61 @@ class GitHookRefusal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day} {self.reason} ×{self.count}"
+
+
+class Package(models.Model):
+    """One of rysh's packages, `.rysh/packages/<name>/` in the recipes repository
+    (docs/packages.md); its files live in PackageVersions. Like a recipe's, the version that
+    runs is the last valid one: a broken manifest or SKILL.md never replaces it."""
+
+    name = models.CharField(max_length=200, unique=True)  # the folder's name
+    archived = models.BooleanField(default=False)  # the folder was deleted; history is kept
+    latest = models.ForeignKey(
+        "PackageVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )  # newest version, valid or not
+    good = models.ForeignKey(
+        "PackageVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )  # the last valid version: the one that runs
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def path(self) -> str:
+        return f".rysh/packages/{self.name}"
+
+
+class PackageVersion(models.Model):
+    package = models.ForeignKey(Package, on_delete=models.CASCADE, related_name="versions")
+    commit_sha = models.CharField(max_length=64)
+    author = models.CharField(max_length=300, blank=True)
+    committed_at = models.DateTimeField(null=True, blank=True)
+    message = models.TextField(blank=True)
+    # git's ids of the folder's files (path inside the folder -> blob): what tells a change
+    files = models.JSONField(default=dict, blank=True)
+    manifest_text = models.TextField(blank=True)
+    entry_path = models.CharField(max_length=500, blank=True)  # inside the folder: SKILL.md
+    entry_text = models.TextField(blank=True)
+    valid = models.BooleanField(default=False)
+    errors = models.JSONField(default=list, blank=True)  # str(RecipeIssue) lines when invalid
+    # when valid, what the pages show without parsing: name, version, type, description, tools,
+    # evals, and the agent's model, isolation and auto_approve (catalogue.package_sync)
+    info = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["package", "commit_sha"], name="package_version_commit_unique")]
+        ordering = ["-committed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.package} @ {self.commit_sha[:8]}"
+
+    @property
+    def label(self) -> str:
+        """`@rysh/test-fixer@0.1.0`, or the folder's name when the manifest did not read."""
+        if self.info.get("name"):
+            return f"{self.info['name']}@{self.info.get('version', '')}"
+        return self.package.name

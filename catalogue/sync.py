@@ -23,6 +23,7 @@ from budgets.prices import format_money
 from budgets.units import format_tokens
 from catalogue.checks import extra_issues
 from catalogue.models import Recipe, RecipeVersion, RepoState
+from catalogue.package_sync import packages_sync
 from catalogue.plan_report import models_for, worst_case_money, wrapup_for
 from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
 from catalogue.repo import Change, Commit, GitRepo, RepoError, open_repo, redact, split_recipe_path
@@ -86,6 +87,7 @@ def recipes_sync(*, repo: str | None = None, branch: str | None = None) -> SyncR
             claimed = RepoState.objects.filter(pk=state.pk, synced_sha=since).update(synced_sha=head)
             if claimed:
                 changed, created = _apply(walked, full=not incremental)
+                changed += packages_sync(git, head)  # .rysh/packages/ (docs/packages.md)
                 RepoState.objects.filter(pk=state.pk).update(synced_at=timezone.now())
         if claimed:
             recipes_synced.send(sender=RepoState)  # schedules follow recipes' `schedule:`

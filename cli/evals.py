@@ -11,7 +11,10 @@ import json
 import time
 from pathlib import Path
 
+from django.conf import settings
+
 from budgets.prices import format_money
+from catalogue.packages import MANIFEST_NAME, PACKAGES_DIR
 from cli.common import Cli
 from evals.local import suite_drive_here
 from evals.models import CaseState, Suite, SuiteState
@@ -54,9 +57,13 @@ def do_eval(cli: Cli, what: str, options) -> None:
 
 
 def _path_or_target(what: str) -> tuple[str | None, str | None]:
-    """A folder on disk runs in rysh's layout; kind/name is a recipe of the catalogue."""
+    """A folder on disk runs in rysh's layout; kind/name is a recipe of the catalogue; a bare
+    name with a package folder in the recipes repository is that package (docs/packages.md)."""
     if Path(what).is_dir():
         return what, None
+    package = Path(settings.RYSH_RECIPES_REPO) / PACKAGES_DIR / what
+    if "/" not in what and (package / MANIFEST_NAME).is_file():
+        return str(package), None
     return None, what
 
 

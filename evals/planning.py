@@ -16,6 +16,7 @@ from budgets.plan import Plan
 from budgets.prices import format_money
 from budgets.units import format_tokens
 from catalogue.models import Recipe
+from catalogue.packages import MANIFEST_NAME, agent_recipe, read_package
 from catalogue.plan_report import models_for, worst_case_money
 from catalogue.recipe import RecipeError
 from catalogue.repo import RepoError, open_repo, reopen_location
@@ -184,6 +185,29 @@ def cases_at(git, sha: str, recipe_path: str) -> list[Case]:
         raise SuiteRefused(f"{recipe_path}: its cases cannot be read at {sha[:8]}: {exc}") from None
 
 
+def _agent_of(folder: Path) -> tuple[str, str] | None:
+    """An agent package's folder runs its cases with the agent's own instructions, model and
+    tools' working copy (docs/packages.md); None for any other folder (the built-in agent)."""
+    manifest = folder / MANIFEST_NAME
+    if not manifest.is_file():
+        return None
+    files = {str(p.relative_to(folder)).replace("\\", "/"): "" for p in folder.rglob("*") if p.is_file()}
+    for inner in files:
+        if not inner.startswith("evals/"):
+            files[inner] = (folder / inner).read_text(encoding="utf-8", errors="replace")
+    try:
+        package = read_package(folder.name, files)
+    except RecipeError as exc:
+        raise SuiteRefused(f"{folder}: the package does not read:\n{exc}") from None
+    if package.skill is None:
+        return None
+    built = agent_recipe(package, prompt=CASE_PROMPT)
+    return built.kind, built.text
+
+
+CASE_PROMPT = "Do the task of this eval case, below."
+
+
 def read_path(path: str) -> Read:
     """A folder on disk in rysh's layout, run on the built-in coding agent."""
     folder = Path(path).resolve()
@@ -199,10 +223,11 @@ def read_path(path: str) -> Read:
     if (folder / "task.md").exists() or (folder / "expect.yaml").exists():  # a single case's folder
         package = folder.parent.parent if folder.parent.name == "evals" else folder.parent
     name = re.sub(r"[^a-z0-9-]+", "-", package.name.lower()).strip("-")[:60] or "package"
+    kind, text = _agent_of(package) or ("code", sources.BUILT_IN_AGENT)
     return Read(
-        kind="code",
+        kind=kind,
         path=f"{package}/{name}.md",
-        text=sources.BUILT_IN_AGENT,
+        text=text,
         commit_sha="",
         cases=cases,
         folder=str(folder),

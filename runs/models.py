@@ -29,6 +29,11 @@ class Run(models.Model):
     recipe_version = models.ForeignKey(
         "catalogue.RecipeVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
     )
+    # the agent package the run was made from, labelled `name@version` (docs/packages.md); "" for a recipe's
+    package_version = models.ForeignKey(
+        "catalogue.PackageVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    package = models.CharField(max_length=300, blank=True)
     kind = models.CharField(max_length=8)
     name = models.CharField(max_length=200)
     target = models.CharField(max_length=210, db_index=True)  # kind/name

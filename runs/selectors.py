@@ -426,3 +426,8 @@ def recipe_runs_recent(recipe, *, limit: int = RECENT_RUNS) -> list[Run]:
         )
         .order_by("-created_at", "-id")[:limit]
     )
+
+
+def package_runs_recent(*, package, limit: int = 10):
+    """The latest runs of an agent package, newest first (docs/packages.md)."""
+    return Run.objects.filter(package_version__package=package).order_by("-created_at", "-id")[:limit]

@@ -75,6 +75,7 @@ class RecipeSource:
     version: RecipeVersion | None = None
     notes: list[str] = field(default_factory=list)
     script: Path | None = None
+    package: object | None = None  # the PackageVersion it was built from (runs.packages)
 
 
 def recipe_source(*, kind: str, name_or_path: str, catalogue_only: bool = False) -> RecipeSource:
@@ -200,6 +201,7 @@ def run_start(
     eval_case: EvalCase | None = None,
     trace_parent: dict | None = None,
     fork: ForkStart | None = None,
+    source: RecipeSource | None = None,
 ) -> Run | DryRun:
     """Arm and queue a run, or refuse with a clear message before anything is spent. `base`:
     the branch, tag or commit a coding run's copy starts from (`--base`; else the recipe's
@@ -207,13 +209,14 @@ def run_start(
     agent in another folder of the repository. `catalogue_only`: started from the web, the API
     or MCP (see recipe_source). `eval_case`: the run of an eval case (see EvalCase).
     `trace_parent`: the stored trace context the run's trace hangs under (an eval suite's:
-    docs/tracing.md). `fork`: a fork of a run (see ForkStart)."""
+    docs/tracing.md). `fork`: a fork of a run (see ForkStart). `source`: the recipe a caller built
+    (an agent package's, runs.packages)."""
     if eval_case is not None:
         source = eval_case.source
         source.notes.append(eval_case.label)
     elif fork is not None:
         source = fork.source
-    else:
+    elif source is None:
         source = recipe_source(kind=kind, name_or_path=name_or_path, catalogue_only=catalogue_only)
     overrides = {**(overrides or {}), **({WORKDIR_OVERRIDE: workdir} if workdir is not None else {})}
     try:
@@ -391,6 +394,7 @@ def _create_run(
             run = Run.objects.create(
                 recipe=source.recipe,
                 recipe_version=source.version,
+                **_package_label(source),
                 kind=spec.kind,
                 name=spec.name,
                 target=spec.target,
@@ -439,6 +443,12 @@ def _create_run(
             audit_record(actor=user, action="run.start", target=run, detail={"args": list(args)})
     _enqueue_on_commit(run.pk)
     return run
+
+
+def _package_label(source: RecipeSource) -> dict:
+    if source.package is None:
+        return {}
+    return {"package_version": source.package, "package": source.package.label}
 
 
 def _lineage(fork: ForkStart | None) -> dict:

@@ -11,11 +11,13 @@ from django.conf import settings
 
 from agents.browser import BrowserTools
 from agents.coding_tools import CodingTools
+from agents.declared_tools import DeclaredTools
 from agents.mcp_client import McpTools
 from agents.ports import ModelPort, ToolsPort
 from agents.providers import model_for
 from agents.sandbox import Sandbox, SandboxConfig, sandbox_problem, server_wrap
 from agents.task_tools import TaskTools
+from catalogue.packages.tools import undeclared_coding_tools
 from catalogue.spec import Kind, RecipeSpec
 from runs import events
 from runs.arming import arm, system_prompt
@@ -42,6 +44,9 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
             tools = TaskTools(output_dir, spec.allowed_domains)
         if spec.mcp:
             tools = mcp_tools(run, spec, tools)
+        if run.package_version_id is not None and run.package_version.info.get("type") == "agent":
+            # an agent package's run: only the coding tools it declares (docs/packages.md)
+            tools = DeclaredTools(tools, hidden=undeclared_coding_tools(run.package_version.info.get("tools", [])))
     workdir = getattr(tools, "start", None)  # a coding run's folder in its copy
     return Armed(
         spec=spec,

@@ -17,6 +17,7 @@ from audit.context import CLI, audit_context, cli_actor_name
 from catalogue.spec import Kind
 from cli import approvals, forks, profiles, reading, recipes, schedules, workspaces
 from cli import runs as controls
+from cli.agents import AGENT, agent_cli
 from cli.common import Cli, database_problem, quiet_libraries
 from cli.evals import do_eval
 from cli.mcp import mcp_cli
@@ -73,7 +74,8 @@ class Command(BaseCommand):
         "[--model M] [--effort E] [--iterate-with TEXT] [--wait]; auto <kind> compare RUN_A [RUN_B] [--json]; "
         "auto <kind> schedule add|list|rm|enable|disable|owner ...; auto web profile list|rm [NAME]; "
         "auto quota set|list|rm ...; auto price set|list|rm ...; auto mcp add|list|rm|test ...; "
-        "auto eval RECIPE|PATH [--case C] [--result] [--json]"
+        "auto eval RECIPE|PATH [--case C] [--result] [--json]; "
+        'auto agent run NAME "prompt" [--budget SIZE] [--until GOAL] [--wait]; auto agent list'
     )
 
     def get_version(self) -> str:
@@ -81,7 +83,7 @@ class Command(BaseCommand):
         return __version__
 
     def add_arguments(self, parser):
-        parser.add_argument("kind", choices=[kind.value for kind in Kind] + list(SPEND) + [EVAL])
+        parser.add_argument("kind", choices=[kind.value for kind in Kind] + list(SPEND) + [EVAL, AGENT])
         # checked in handle(): after `eval` it is the recipe (kind/name) or the folder of the cases
         parser.add_argument("action", metavar=f"{{{','.join(ACTIONS + SPEND_ACTIONS)}}}")
         parser.add_argument("target", nargs="?", help="recipe name, recipe file, or run id (#12)")
@@ -149,6 +151,11 @@ class Command(BaseCommand):
                 raise CommandError(f"auto eval {action}: expected one recipe (kind/name) or folder, got more")
             with audit_context(source=CLI, actor_name=cli_actor_name()):
                 return do_eval(Cli(kind=kind, stdout=self.stdout, stderr=self.stderr), action, options)
+        if kind == AGENT:  # `auto agent run NAME "prompt"` (cli/agents.py)
+            with audit_context(source=CLI, actor_name=cli_actor_name()):
+                return agent_cli(
+                    Cli(kind=kind, stdout=self.stdout, stderr=self.stderr), action, target, recipe_args, options
+                )
         if action not in ACTIONS + SPEND_ACTIONS:
             choices = ", ".join(repr(a) for a in ACTIONS + SPEND_ACTIONS)
             raise CommandError(f"argument action: invalid choice: {action!r} (choose from {choices})")
