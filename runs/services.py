@@ -31,6 +31,7 @@ from catalogue.recipe import RecipeError, parse_recipe, resolve_output_dir
 from catalogue.selectors import results_folder_owner
 from catalogue.spec import FOLDER_WORDS, Kind
 from catalogue.workdir import find_recipe
+from policies.selectors import PolicyBroken, policy_for_run
 from runs import approvals, events
 from runs.arming import WORKDIR_OVERRIDE, OverrideError, arm, first_message, plan_snapshot, previewed_workdir
 from runs.engine import finish_run
@@ -219,8 +220,10 @@ def run_start(
     try:
         spec, plan = arm(source.text, path=source.path, kind=kind, overrides=overrides)
         output_dir = resolve_output_dir(spec, settings.RYSH_RESULTS_DIR)
-    except (RecipeError, OverrideError) as exc:
+        plan, policy = policy_for_run(plan)  # a policy that does not parse stops every run (docs/policy.md)
+    except (RecipeError, OverrideError, PolicyBroken) as exc:
         raise RunRefused(str(exc)) from None
+    source.notes += policy.notes  # which rule shaped the run: the plan lines and its events say
     # what `check` refuses with the database (MCP servers, channels, the base, the workdir), of the
     # recipe as written: a run's own --workdir or --base is checked where the copy is chosen
     extra = extra_issues(parse_recipe(source.text, path=source.path, kind=kind))
@@ -295,6 +298,7 @@ def run_start(
         copy_source=copy_source,
         trace_context=tracing.child_context(trace_parent),
         fork=fork,
+        policy=policy,
     )
 
 
@@ -382,6 +386,7 @@ def _create_run(
     copy_source,
     trace_context=None,
     fork: ForkStart | None = None,
+    policy=None,
 ) -> Run:
     if copy_source is not None and copy_source.note:
         source.notes.append(copy_source.note)
@@ -399,6 +404,7 @@ def _create_run(
                 args=list(args),
                 overrides=overrides,
                 plan=plan_snapshot(plan),
+                policy=policy.to_json() if policy is not None else {},
                 user=user,
                 charged_to=user,  # their user quota counts its calls (a continue or grant moves it)
                 headless=headless,
