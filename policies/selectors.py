@@ -10,8 +10,11 @@ from pathlib import Path
 
 from django.conf import settings
 
+from budgets.plan import resolve
+from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe.reader import RecipeError
 from catalogue.repo import redact
+from catalogue.selectors import recipe_version_plan
 from policies.ceilings import lower_plan
 from policies.models import ORG_LABEL, OrgPolicy, PolicyVersion
 from policies.rules import REPO_POLICY, Merged, Policy, merge, parse_policy
@@ -95,3 +98,19 @@ def policy_for_run(plan):
     policy = effective_policy()
     lowered, notes = lower_plan(plan, policy)
     return lowered, dataclasses.replace(policy, notes=tuple(notes))
+
+
+def policed_version_plan(version) -> tuple[object, list[str]]:
+    """A recipe version's spec and plan lines as a run of it would start now: lowered by the
+    policy's ceilings, with the rules that did it (the recipe page, docs/policy.md)."""
+    spec, lines = recipe_version_plan(version)
+    if spec is None:
+        return spec, lines
+    try:
+        plan, policy = policy_for_run(resolve(spec.do, spec.loop_while))
+    except PolicyBroken as exc:
+        return spec, [*lines, "", *(f"policy: {line}" for line in str(exc).splitlines())]
+    if not policy.notes:
+        return spec, lines
+    executor, judge = models_for(spec)
+    return spec, [*plan_lines(spec, plan, executor=executor, judge=judge), "", *policy.notes]

@@ -19,6 +19,7 @@ from catalogue.plan_report import model_notes, models_for, plan_lines
 from catalogue.recipe import RecipeIssue, unfilled_placeholders
 from catalogue.selectors import tokenizer_notes
 from catalogue.spec import Kind
+from policies.selectors import PolicyBroken, policy_for_run
 from runs.outlook import WorstCase, price_warnings, quota_lines
 from toolservers.checks import approve_warnings as mcp_approve_warnings
 
@@ -40,14 +41,17 @@ class CheckReport:
 def check_report(spec, *, recipe_args, user_id: int | None) -> CheckReport:
     if extra := extra_issues(spec):  # what needs the database, e.g. notify: channels
         return CheckReport(errors=extra)
-    plan = resolve(spec.do, spec.loop_while)
+    try:  # as a run would start now: under the policy's ceilings (docs/policy.md)
+        plan, policy = policy_for_run(resolve(spec.do, spec.loop_while))
+    except PolicyBroken as exc:
+        return CheckReport(errors=[RecipeIssue("policy", None, "policy", str(exc))])
     executor, judge = models_for(spec)
     if issues := _model_issues(spec, executor, judge if plan.judge_tokens else None):
         return CheckReport(errors=issues)
     worst = WorstCase.of(plan, executor=executor, judge=judge)
     return CheckReport(
         errors=[],
-        plan_lines=plan_lines(spec, plan, executor=executor, judge=judge),
+        plan_lines=[*plan_lines(spec, plan, executor=executor, judge=judge), *policy.notes],
         model_lines=model_notes(spec) + tokenizer_notes(spec, executor=executor, judge=judge),
         quota_lines=quota_lines(target=spec.target, user_id=user_id, worst=worst),
         warnings=[
