@@ -31,6 +31,8 @@ from catalogue.recipe import RecipeError, parse_recipe, resolve_output_dir
 from catalogue.selectors import results_folder_owner
 from catalogue.spec import FOLDER_WORDS, Kind
 from catalogue.workdir import find_recipe
+from policies.ceilings import lower_plan
+from policies.rules import Merged
 from policies.selectors import PolicyBroken, policy_for_run
 from runs import approvals, events
 from runs.arming import WORKDIR_OVERRIDE, OverrideError, arm, first_message, plan_snapshot, previewed_workdir
@@ -689,7 +691,13 @@ def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
     why = grant_refusal(plan, base, run.cause, already, extra, settings.RYSH_GRANT_MAX_PERCENT / 100)
     if why:
         raise RunRefused(f"run #{run.pk}: {why}")
-    granted = plan.granted(extra)
+    granted, policy = plan.granted(extra), Merged.from_json(run.policy)
+    if extra.tokens and policy.run is not None and granted.outer_tokens > policy.run.tokens:
+        raise RunRefused(
+            f"run #{run.pk}: the policy's run ceiling ({policy.run.where}) holds it at "
+            f"{format_tokens(policy.run.tokens)} in all; a grant cannot lift it (docs/policy.md)"
+        )
+    granted, _ = lower_plan(granted, policy)  # the run's plan as the engine re-arms it: policy's ceilings
     cause = run.cause
     try:
         with transaction.atomic():
