@@ -180,7 +180,12 @@ class Merged:
 
     @property
     def empty(self) -> bool:
-        return not (self.deny or self.always_gate or self.allow_layers or self.run or self.pass_)
+        return not (self.holds_calls or self.run or self.pass_)
+
+    @property
+    def holds_calls(self) -> bool:
+        """Whether any rule can refuse or hold a tool call (ceilings alone cannot)."""
+        return bool(self.deny or self.always_gate or self.allow_layers)
 
     def to_json(self) -> dict:
         rules = lambda rs: [[r.pattern, r.where] for r in rs]  # noqa: E731

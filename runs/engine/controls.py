@@ -71,7 +71,7 @@ class ApprovalGate:
         """Hold a call the recipe's `approve:` names until a person answers: (why it is not
         done, or "" when it was approved; seconds waited), or None when it needs no approval."""
         patterns, policy = self.armed.spec.approve, self.armed.policy
-        if not patterns and (policy is None or policy.empty):
+        if not patterns and (policy is None or not policy.holds_calls):
             return None
         arguments = call.get("input") or {}
         asked = approvals.equivalents_of(self.armed.tools, call["name"], arguments)

@@ -40,6 +40,6 @@ class PolicedCall:
 
 
 def policy_decision(policy: Merged | None, asked: list[tuple[str, list[str]]]) -> Decision | None:
-    if policy is None or policy.empty:
+    if policy is None or not policy.holds_calls:
         return None
     return decide(policy, PolicedCall(asked))
