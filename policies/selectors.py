@@ -13,11 +13,12 @@ from django.conf import settings
 from budgets.plan import resolve
 from catalogue.plan_report import models_for, plan_lines
 from catalogue.recipe.reader import RecipeError
-from catalogue.repo import redact
+from catalogue.repo import RepoError, redact
 from catalogue.selectors import recipe_version_plan
 from policies.ceilings import lower_plan
 from policies.models import ORG_LABEL, OrgPolicy, PolicyVersion
 from policies.rules import REPO_POLICY, Merged, Policy, merge, parse_policy
+from policies.services import policy_catch_up
 
 
 class PolicyBroken(Exception):
@@ -62,7 +63,10 @@ def org_policies() -> list[Policy]:
 def effective_policy() -> Merged:
     """The merged policy a run starting now obeys; PolicyBroken when one cannot be read."""
     policies = org_policies()
-    version = repo_policy_version()
+    try:
+        version = repo_policy_version() or policy_catch_up()
+    except RepoError as exc:  # the synced commit's policy cannot be read: no run governed by guesswork
+        raise PolicyBroken(f"the policy {REPO_POLICY} cannot be read from the recipes repository ({exc})") from None
     if version is not None and version.present:
         if not version.valid:
             errors = "\n".join(version.errors)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from catalogue.repo import GitRepo
+from django.conf import settings
+
+from catalogue.models import RepoState
+from catalogue.repo import GitRepo, open_repo, redact
 from policies.models import PolicyVersion
 from policies.rules import REPO_POLICY, policy_issues
 
@@ -19,3 +22,15 @@ def policy_sync(*, git: GitRepo, repo: str, branch: str, head: str) -> PolicyVer
     return PolicyVersion.objects.create(
         repo=repo, branch=branch, commit_sha=head, present=present, text=text or "", valid=not errors, errors=errors
     )
+
+
+def policy_catch_up() -> PolicyVersion | None:
+    """The policy at the commit the catalogue last synced, read now when no sync has read it
+    yet (a dashboard upgraded to policies over a repository already synced): a policy in the
+    repository is never skipped because nothing was pushed since. None: nothing synced yet."""
+    repo, branch = redact(settings.RYSH_RECIPES_REPO), settings.RYSH_RECIPES_BRANCH
+    state = RepoState.objects.filter(repo=repo, branch=branch).exclude(synced_sha="").first()
+    if state is None:
+        return None
+    git = open_repo(settings.RYSH_RECIPES_REPO)
+    return policy_sync(git=git, repo=repo, branch=branch, head=state.synced_sha)

@@ -126,3 +126,13 @@ def test_the_org_policy_file_merges_strictest_wins(big, settings, tmp_path):
     org.write_text("bash:\n  denied: [x]\n")
     with pytest.raises(services.RunRefused, match=r"org-policy.yaml:2 bash.denied: unknown key 'denied'"):
         start()
+
+
+def test_a_repository_synced_before_policies_existed_has_its_policy_read_at_the_next_start(big):
+    commit_policy(big, CEILINGS)
+    PolicyVersion.objects.all().delete()  # as on a dashboard upgraded over an already synced repository
+    recipes_sync()  # nothing new to sync: the catalogue sends no signal
+    assert not PolicyVersion.objects.exists()
+    run = start()
+    assert run.plan["per_pass"]["tokens"] == BOOK
+    assert PolicyVersion.objects.get().commit_sha == big.head()
