@@ -33,6 +33,9 @@ from functools import cache, lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
+# an approval pattern of commands, `bash(git push:*)`: the tool and its spec (runs.approvals
+# matches it; a policy file's rules are checked against it: policies.rules)
+COMMAND_PATTERN = re.compile(r"(?P<tool>[a-z_][a-z0-9_]*)\((?P<spec>.*)\)\Z", re.DOTALL)
 WILD = None  # a word whose text the command line does not say
 MAX_DEPTH = 8  # `sh -c "sh -c '…'"` nested deeper than this is unreadable
 

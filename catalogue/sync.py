@@ -90,7 +90,8 @@ def recipes_sync(*, repo: str | None = None, branch: str | None = None) -> SyncR
                 changed += packages_sync(git, head)  # .rysh/packages/ (docs/packages.md)
                 RepoState.objects.filter(pk=state.pk).update(synced_at=timezone.now())
         if claimed:
-            recipes_synced.send(sender=RepoState)  # schedules follow recipes' `schedule:`
+            # schedules follow recipes' `schedule:`; policies read .rysh/policy.yaml at the head
+            recipes_synced.send(sender=RepoState, git=git, repo=redact(location), branch=branch, head=head)
             return _result(started, head, changed=changed, versions=created, files_read=git.blobs_read)
         state.refresh_from_db()
     raise RepoError(f"{redact(location)}: gave up after repeated concurrent syncs")

@@ -24,13 +24,13 @@ from catalogue.selectors import (
     git_hook_refusals_recent,
     recipe_catalogue,
     recipe_version_before,
-    recipe_version_plan,
     recipe_versions,
     repo_state_current,
 )
 from catalogue.spec import FOLDERS, Kind
 from catalogue.sync import recipes_sync
 from evals.views import recipe_evals_context
+from policies.selectors import policed_version_plan
 from reviews.selectors import change_requests_open_count, change_requests_open_for_recipe
 from reviews.services import plan_delta, text_diff
 from runs.selectors import recipe_runs_recent, recipes_with_last_run
@@ -138,7 +138,7 @@ def recipes_repository(request: HttpRequest) -> HttpResponse:
 def recipe_detail(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     recipe = _get_recipe_for_user(request, kind, name)
     shown = recipe.good or recipe.latest
-    spec, lines = recipe_version_plan(shown)
+    spec, lines = policed_version_plan(shown)  # as a run would start now: the policy's ceilings too
     return render(
         request,
         "catalogue/recipe_detail.html",

@@ -39,7 +39,7 @@ from urllib.parse import unquote
 from django.db import transaction
 from django.utils import timezone
 
-from agents.shell_commands import CommandSubject
+from agents.shell_commands import COMMAND_PATTERN, CommandSubject
 from budgets.units import format_duration
 from runs import events
 from runs.models import Approval, ApprovalState, Run, RunState
@@ -74,9 +74,6 @@ def gate(patterns: tuple[str, ...] | list[str], tool: str, subjects: list[str]) 
                 if any(fnmatch.fnmatchcase(form.lower(), g) for g in globs):
                     return pattern, subject.strip()
     return None
-
-
-COMMAND_PATTERN = re.compile(r"(?P<tool>[a-z_][a-z0-9_]*)\((?P<spec>.*)\)\Z", re.DOTALL)
 
 
 def _command_match(spec: str, subjects: list[str]) -> str | None:

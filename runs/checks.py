@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.db import DatabaseError
+
 from agents import models_api
 from agents.browser.tools import BROWSER_TOOL_NAMES
 from agents.coding_tools import BASH_TOOL, FILE_TOOL_NAMES
@@ -19,6 +21,7 @@ from catalogue.plan_report import model_notes, models_for, plan_lines, wrapup_fo
 from catalogue.recipe import RecipeIssue, unfilled_placeholders
 from catalogue.selectors import tokenizer_notes
 from catalogue.spec import Kind
+from policies.selectors import PolicyBroken, policy_for_run
 from runs.outlook import WorstCase, price_warnings, quota_lines
 from toolservers.checks import approve_warnings as mcp_approve_warnings
 
@@ -40,7 +43,14 @@ class CheckReport:
 def check_report(spec, *, recipe_args, user_id: int | None) -> CheckReport:
     if extra := extra_issues(spec):  # what needs the database, e.g. notify: channels
         return CheckReport(errors=extra)
-    plan = resolve(spec.do, spec.loop_while)
+    plan, notes = resolve(spec.do, spec.loop_while), ()
+    try:  # as a run would start now: under the policy's ceilings (docs/policy.md)
+        plan, policy = policy_for_run(plan)
+        notes = policy.notes
+    except PolicyBroken as exc:
+        return CheckReport(errors=[RecipeIssue("policy", None, "policy", str(exc))])
+    except DatabaseError:  # `auto check` of a file on a checkout whose database is not set up: no policy synced
+        pass
     executor, judge = models_for(spec)
     wrapup = spec.do.watch_model if plan.split.takeover is not None else None
     if issues := _model_issues(spec, executor, judge if plan.judge_tokens else None, wrapup):
@@ -48,7 +58,7 @@ def check_report(spec, *, recipe_args, user_id: int | None) -> CheckReport:
     worst = WorstCase.of(plan, executor=executor, judge=judge, wrapup=wrapup_for(spec, executor))
     return CheckReport(
         errors=[],
-        plan_lines=plan_lines(spec, plan, executor=executor, judge=judge),
+        plan_lines=[*plan_lines(spec, plan, executor=executor, judge=judge), *notes],
         model_lines=model_notes(spec) + tokenizer_notes(spec, executor=executor, judge=judge),
         quota_lines=quota_lines(target=spec.target, user_id=user_id, worst=worst),
         warnings=[

@@ -45,6 +45,8 @@ class Run(models.Model):
     args = models.JSONField(default=list)
     overrides = models.JSONField(default=dict)
     plan = models.JSONField(default=dict)  # the resolved plan, as armed
+    # the merged policy the run obeys and what it did to the plan, as at its start (docs/policy.md)
+    policy = models.JSONField(default=dict, blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -31,6 +31,9 @@ from catalogue.recipe import RecipeError, parse_recipe, resolve_output_dir
 from catalogue.selectors import results_folder_owner
 from catalogue.spec import FOLDER_WORDS, Kind
 from catalogue.workdir import find_recipe
+from policies.ceilings import lower_plan
+from policies.rules import Merged
+from policies.selectors import PolicyBroken, policy_for_run
 from runs import approvals, events
 from runs.arming import WORKDIR_OVERRIDE, OverrideError, arm, first_message, plan_snapshot, previewed_workdir
 from runs.engine import finish_run
@@ -222,8 +225,10 @@ def run_start(
     try:
         spec, plan = arm(source.text, path=source.path, kind=kind, overrides=overrides)
         output_dir = resolve_output_dir(spec, settings.RYSH_RESULTS_DIR)
-    except (RecipeError, OverrideError) as exc:
+        plan, policy = policy_for_run(plan)  # a policy that does not parse stops every run (docs/policy.md)
+    except (RecipeError, OverrideError, PolicyBroken) as exc:
         raise RunRefused(str(exc)) from None
+    source.notes += policy.notes  # which rule shaped the run: the plan lines and its events say
     # what `check` refuses with the database (MCP servers, channels, the base, the workdir), of the
     # recipe as written: a run's own --workdir or --base is checked where the copy is chosen
     extra = extra_issues(parse_recipe(source.text, path=source.path, kind=kind))
@@ -299,6 +304,7 @@ def run_start(
         copy_source=copy_source,
         trace_context=tracing.child_context(trace_parent),
         fork=fork,
+        policy=policy,
     )
 
 
@@ -386,6 +392,7 @@ def _create_run(
     copy_source,
     trace_context=None,
     fork: ForkStart | None = None,
+    policy=None,
 ) -> Run:
     if copy_source is not None and copy_source.note:
         source.notes.append(copy_source.note)
@@ -404,6 +411,7 @@ def _create_run(
                 args=list(args),
                 overrides=overrides,
                 plan=plan_snapshot(plan),
+                policy=policy.to_json() if policy is not None else {},
                 user=user,
                 charged_to=user,  # their user quota counts its calls (a continue or grant moves it)
                 headless=headless,
@@ -694,7 +702,13 @@ def run_grant(*, run: Run, extra: PlanGrant, user=None) -> str:
     why = grant_refusal(plan, base, run.cause, already, extra, settings.RYSH_GRANT_MAX_PERCENT / 100)
     if why:
         raise RunRefused(f"run #{run.pk}: {why}")
-    granted = plan.granted(extra)
+    granted, policy = plan.granted(extra), Merged.from_json(run.policy)
+    if extra.tokens and policy.run is not None and granted.outer_tokens > policy.run.tokens:
+        raise RunRefused(
+            f"run #{run.pk}: the policy's run ceiling ({policy.run.where}) holds it at "
+            f"{format_tokens(policy.run.tokens)} in all; a grant cannot lift it (docs/policy.md)"
+        )
+    granted, _ = lower_plan(granted, policy)  # the run's plan as the engine re-arms it: policy's ceilings
     cause = run.cause
     try:
         with transaction.atomic():

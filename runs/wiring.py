@@ -19,6 +19,8 @@ from agents.sandbox import Sandbox, SandboxConfig, sandbox_problem, server_wrap
 from agents.task_tools import TaskTools
 from catalogue.packages.tools import undeclared_coding_tools
 from catalogue.spec import Kind, RecipeSpec
+from policies.ceilings import lower_plan
+from policies.rules import Merged
 from runs import events
 from runs.arming import arm, system_prompt
 from runs.engine import Armed
@@ -34,6 +36,8 @@ from workspaces.setup import agent_sandbox_extras, workspace_setup
 def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = None) -> Armed:
     spec, plan = arm(run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=run.overrides)
     plan = plan.granted(run.granted())  # an operator's grants raise the outer ceilings (docs/spend.md)
+    policy = Merged.from_json(run.policy)
+    plan, _ = lower_plan(plan, policy)  # the policy's ceilings hold over any grant (docs/policy.md)
     output_dir = Path(run.output_dir)
     if tools is None:
         if spec.kind == Kind.WEB:
@@ -56,6 +60,7 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
         tools=tools,
         system=system_prompt(spec, run.output_dir, workdir=workdir),
         workdir=None if workdir is None else str(workdir),
+        policy=policy,
     )
 
 

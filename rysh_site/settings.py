@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "api",
     "toolservers",  # MCP servers a team registers; their tools for recipes (docs/mcp.md)
     "accounts",  # company login (OpenID Connect) and the local-login switch: docs/login.md
+    "policies",  # a team's policy file and the organisation's policy (docs/policy.md)
     "evals",  # a recipe's tests: eval cases, suites, the review gate (docs/evals.md)
     "ops",  # operating it: health probes, metrics, traces, retention (docs/operations.md)
     "cli",  # the `auto` command, one module of verbs per domain (docs/command-line.md)
@@ -411,6 +412,9 @@ RYSH_APPROVAL_TIMEOUT = envint("RYSH_APPROVAL_TIMEOUT", 1800, minimum=1)  # then
 # grants (docs/spend.md): all grants to one run may add at most this percent of the recipe's own
 # outer ceilings (passes, outer total, outer time); 100: the recipe's own once more
 RYSH_GRANT_MAX_PERCENT = envint("RYSH_GRANT_MAX_PERCENT", 100, minimum=0)
+# the organisation's policy file (docs/policy.md), read at every run's start; set but missing:
+# no run starts (fail closed)
+RYSH_ORG_POLICY = envstr("RYSH_ORG_POLICY")
 RYSH_SCHEDULE_MAX_FAILURES = envint("RYSH_SCHEDULE_MAX_FAILURES", 5, minimum=1)
 # the username schedules without an owner of their own start their runs for (their user quota
 # counts them); empty: a recipe's own schedule runs for whoever approved its last change request

@@ -12,6 +12,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("oidc/", include("accounts.urls")),  # company login (404 while RYSH_OIDC_ISSUER is unset)
     path("", include("runs.urls")),  # the dashboard is "/", ahead of the catalogue
+    path("", include("policies.urls")),  # recipes/policy/, ahead of a recipe's own pages
     path("", include("catalogue.urls")),
     path("", include("reviews.urls")),
     path("", include("evals.urls")),

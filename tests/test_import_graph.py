@@ -21,6 +21,7 @@ PACKAGES = (
     "evals",
     "notify",
     "ops",
+    "policies",
     "reviews",
     "runs",
     "rysh_site",
@@ -43,6 +44,7 @@ LAYERS = (
     "catalogue",
     "toolservers",
     "reviews",
+    "policies",  # a team's policy file: read at the catalogue's sync, obeyed by every run
     "workspaces",
     "runs",
     "schedules",

@@ -12,6 +12,7 @@ from agents.ports import ModelPort, ToolsPort
 from budgets.plan import Plan
 from catalogue.recipe import render
 from catalogue.spec import RecipeSpec
+from policies.rules import Merged
 from runs.conversation import Conversation
 from runs.models import Pass, Run
 
@@ -38,6 +39,8 @@ class Armed:
     # ask the provider for exact counts near the edge and cut tool results to fit (False:
     # the byte bound alone, as before; bench.efficiency measures both)
     exact_counts: bool = True
+    # the policy the run obeys (docs/policy.md): denied commands, gates of its own
+    policy: Merged | None = None
 
     def fill(self, text: str, args: list[str]) -> str:
         """A prompt of the recipe with its placeholders filled, as the model reads it."""

@@ -9,10 +9,12 @@ import time
 from django.conf import settings
 from django.db.models import Case, Value, When
 
-from runs import approvals
+from policies.rules import DENY
+from runs import approvals, events
 from runs.engine.context import Armed
+from runs.engine.policing import policy_decision
 from runs.models import Control, Pass, Run, RunState, Step
-from runs.states import Phase, interruption
+from runs.states import EventKind, Phase, interruption
 
 CONTROL_POLL_SECONDS = 0.5
 
@@ -72,13 +74,22 @@ class ApprovalGate:
     def hold(self, call: dict, run_pass: Pass, step: Step) -> tuple[str, float] | None:
         """Hold a call the recipe's `approve:` names until a person answers: (why it is not
         done, or "" when it was approved; seconds waited), or None when it needs no approval."""
-        patterns = self.armed.spec.approve
+        patterns, policy = self.armed.spec.approve, self.armed.policy
         every_call = not self.armed.spec.do.auto_approve and step.leg == Phase.TASK
-        if not patterns and not every_call:
+        if not patterns and not every_call and (policy is None or not policy.holds_calls):
             return None
         arguments = call.get("input") or {}
         asked = approvals.equivalents_of(self.armed.tools, call["name"], arguments)
-        matched = approvals.gate_call(patterns, asked)
+        decision = policy_decision(policy, asked)
+        if decision is not None and decision.action == DENY:  # never run, whatever a person would say
+            what = f" {decision.subject!r}" if decision.subject else ""
+            events.record(
+                self.run, EventKind.NOTE, f"policy refused {call['name']}{what}: {decision.pattern} ({decision.rule})"
+            )
+            return decision.refusal(), 0.0
+        matched = approvals.gate_call(patterns, asked) if patterns else None
+        if matched is None and decision is not None:  # the policy's own gate (docs/policy.md)
+            matched = (f"{decision.pattern} (policy {decision.rule})", decision.subject)
         if matched is None and every_call:  # `loop.do.auto_approve: false`: as if approve: listed every tool
             matched = (ASK_EVERY_CALL, call["name"])
         if matched is None:

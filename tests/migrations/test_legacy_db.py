@@ -72,7 +72,7 @@ ADDED = {
 # columns added since with a default: the default on every old row
 DEFAULTED = {
     "automations_step": {"thinking_blocks": 0, "thinking": ""},
-    "automations_run": {"trace_context": "{}", "fork_redo": 0, "fork_edits": "{}", "package": ""},
+    "automations_run": {"trace_context": "{}", "fork_redo": 0, "fork_edits": "{}", "package": "", "policy": "{}"},
     "automations_pass": {"gate_command": "", "gate_output": ""},
 }
 # columns added since and filled from what was there: whose quota counted a run's calls (its

@@ -1,0 +1,7 @@
+from django.urls import path
+
+from policies import views
+
+urlpatterns = [
+    path("recipes/policy/", views.policy, name="policy"),
+]

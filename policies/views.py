@@ -1,0 +1,25 @@
+"""The policy page (docs/policy.md): read-only — the merged policy every run obeys, its source
+files, and what the last sync found wrong with the repository's file."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from policies.selectors import policy_overview
+from rysh_site.roles import user_can
+
+
+@login_required
+def policy(request: HttpRequest) -> HttpResponse:
+    overview = policy_overview()
+    return render(
+        request,
+        "policies/policy.html",
+        {
+            "overview": overview,
+            "lines": overview.merged.lines() if overview.merged else [],
+            "can_admin": user_can(request.user, "admin"),
+        },
+    )
