@@ -19,6 +19,7 @@ from catalogue.plan_report import model_notes, models_for, plan_lines
 from catalogue.recipe import RecipeIssue, unfilled_placeholders
 from catalogue.selectors import tokenizer_notes
 from catalogue.spec import Kind
+from runs.chains import chain_quota_lines
 from runs.outlook import WorstCase, price_warnings, quota_lines
 from toolservers.checks import approve_warnings as mcp_approve_warnings
 
@@ -47,7 +48,7 @@ def check_report(spec, *, recipe_args, user_id: int | None) -> CheckReport:
     worst = WorstCase.of(plan, executor=executor, judge=judge)
     return CheckReport(
         errors=[],
-        plan_lines=plan_lines(spec, plan, executor=executor, judge=judge),
+        plan_lines=plan_lines(spec, plan, executor=executor, judge=judge) + chain_quota_lines(spec, user_id=user_id),
         model_lines=model_notes(spec) + tokenizer_notes(spec, executor=executor, judge=judge),
         quota_lines=quota_lines(target=spec.target, user_id=user_id, worst=worst),
         warnings=[

@@ -16,6 +16,7 @@ from agents.ports import ModelPort, ToolsPort
 from agents.providers import model_for
 from agents.sandbox import Sandbox, SandboxConfig, sandbox_problem, server_wrap
 from agents.task_tools import TaskTools
+from catalogue.recipe import fill_chain
 from catalogue.spec import Kind, RecipeSpec
 from runs import events
 from runs.arming import arm, system_prompt
@@ -32,6 +33,8 @@ from workspaces.setup import agent_sandbox_extras, workspace_setup
 def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = None) -> Armed:
     spec, plan = arm(run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=run.overrides)
     plan = plan.granted(run.granted())  # an operator's grants raise the outer ceilings (docs/spend.md)
+    previous = run.chain_parent.output_dir if run.chain_parent_id and run.chain_parent else ""
+    spec = fill_chain(spec, results_dir=previous, run=str(run.chain_parent_id or ""))
     output_dir = Path(run.output_dir)
     if tools is None:
         if spec.kind == Kind.WEB:
@@ -40,6 +43,8 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
             tools = coding_tools(run, spec, output_dir)
         else:
             tools = TaskTools(output_dir, spec.allowed_domains)
+        if previous and getattr(tools, "results", None) is not None:  # read-only (docs/chains.md)
+            tools.results.previous_root = Path(previous)
         if spec.mcp:
             tools = mcp_tools(run, spec, tools)
     workdir = getattr(tools, "start", None)  # a coding run's folder in its copy
