@@ -121,6 +121,19 @@ def chain_next(run: Run) -> Run | None:
     return run.chain_children.order_by("id").first()
 
 
+def chain_context(run: Run) -> dict:
+    """What the run page's chain partial shows: the chain's runs, the run before and after."""
+    chain = run_chain(run)
+    index = next((i for i, r in enumerate(chain) if r.pk == run.pk), None)
+    if index is None:  # a second run one success started (two followed it at once): alone
+        chain, index = [run], 0
+    return {
+        "chain": chain,
+        "chain_before": chain[index - 1] if index else None,
+        "chain_after": chain[index + 1] if index + 1 < len(chain) else None,
+    }
+
+
 def chain_text(runs: list[Run]) -> str:
     """`task/a #12 (fulfilled) -> task/b #13 (running pass)`: what `auto show` prints."""
     return " -> ".join(f"{r.target} #{r.pk} ({r.cause or r.state_label})" for r in runs)
