@@ -18,6 +18,7 @@ from budgets.plan import resolve
 from budgets.prices import format_money
 from budgets.units import format_tokens
 from catalogue.chains import Chain, ChainCost, LinkCost, chain_problems, walk
+from catalogue.models import Recipe
 from catalogue.plan_report import models_for, worst_case_money
 from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
 from catalogue.spec import RecipeSpec
@@ -29,8 +30,6 @@ _SYNCING: contextvars.ContextVar[bool] = contextvars.ContextVar("chains_syncing"
 def catalogue_graph() -> dict[str, str | None]:
     """Every recipe of the catalogue that can run (its last valid version) -> the target its
     `on_success` names, or None."""
-    from catalogue.models import Recipe  # the pure checks module imports this one: models stay lazy
-
     rows = Recipe.objects.filter(archived=False, good__isnull=False).values_list("kind", "name", "good__spec")
     return {f"{kind}/{name}": (spec or {}).get("on_success") for kind, name, spec in rows}
 
@@ -108,8 +107,6 @@ def link_cost(target: str, spec: RecipeSpec | None = None) -> LinkCost | None:
 
 
 def good_spec(target: str) -> RecipeSpec | None:
-    from catalogue.models import Recipe
-
     kind, _, name = target.partition("/")
     recipe = Recipe.objects.filter(kind=kind, name=name, archived=False).select_related("good").first()
     if recipe is None or recipe.good is None:
