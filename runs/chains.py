@@ -109,7 +109,7 @@ def run_chain(run: Run) -> list[Run]:
         seen.add(first.pk)
     runs = [first]
     while len(runs) <= MAX_DEPTH + 1:
-        following = runs[-1].chain_children.order_by("id").first()
+        following = chain_next(runs[-1])
         if following is None or following.pk in {r.pk for r in runs}:
             break
         runs.append(following)
@@ -117,8 +117,9 @@ def run_chain(run: Run) -> list[Run]:
 
 
 def chain_next(run: Run) -> Run | None:
-    """The run `run`'s success started, if any."""
-    return run.chain_children.order_by("id").first()
+    """The run `run`'s success started, if any (its resume, when it was cancelled and resumed:
+    the newest run of that link)."""
+    return run.chain_children.order_by("-id").first()
 
 
 def chain_context(run: Run) -> dict:

@@ -5,7 +5,8 @@ next run is started as any start is (runs.services.run_start: armed from the cat
 good version, refused with a clear message), by the person who started the first and on the
 same provider, with the finished run as its `chain_parent`, so its prompts may name the first
 run's results (`{{previous_results_dir}}`, `{{previous_run}}`) and its results tools may read
-them. A cancel, a stop, an error or a budget's end never chains; a chain deeper than 8 (a recipe
+them. A cancel, a stop, an error or a budget's end never chains, nor does a fork or an eval
+case's run; a chain deeper than 8 (a recipe
 changed since its check) is refused with an event on the run that would have started it."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from catalogue.recipe import RecipeError, parse_recipe
 from runs import events
 from runs.chains import CHAINING_CAUSES
 from runs.models import Run, RunState
-from runs.services import RunRefused, run_start
+from runs.services import EVAL_SLOT, RunRefused, run_start
 from runs.states import EventKind
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,8 @@ def run_chain_follow(*, run_id: int) -> Run | None:
     """Start the next recipe of a finished run's chain, once; None when nothing starts."""
     run = Run.objects.filter(pk=run_id).first()
     if run is None or run.state != RunState.FINISHED or run.cause not in CHAINING_CAUSES:
+        return None
+    if run.forked_from_id or run.slot.startswith(EVAL_SLOT):  # an experiment or a test case: never
         return None
     try:  # the recipe as this run was armed with it: what it said when it started is what chains
         target = parse_recipe(run.recipe_text, path=run.recipe_path, kind=run.kind).on_success

@@ -436,7 +436,7 @@ def _create_run(
         fork.restore(run, output_dir)
     for note in source.notes:
         events.record(run, EventKind.NOTE, note)
-    if chain_parent is not None:
+    if chain_parent is not None and resumed_from is None:
         events.record(run, EventKind.NOTE, f"started by the on_success of {chain_parent.target} #{chain_parent.pk}")
     label = "the offline scripted model (not Claude)" if provider == "scripted" else executor
     events.record(run, EventKind.QUEUED, f"queued on {label}", provider=provider)
@@ -676,6 +676,7 @@ def run_resume(*, run: Run, user=None, headless: bool | None = None, provider: s
         overrides=run.overrides,
         provider=provider or run.provider,
         resumed_from=run,
+        chain_parent=run.chain_parent,  # a resumed link of a chain is still that link (docs/chains.md)
     )
     audit_record(actor=user, action="run.resume", target=new, detail={"resumes": run.pk})
     return new

@@ -265,3 +265,56 @@ def test_a_quota_the_first_alone_does_not_fit_is_not_a_chain_refusal(catalogued)
     catalogued(FIRST, "first")
     quota_set(scope="installation", window="day", tokens=link_cost("task/first").tokens // 2, dollars=None)
     assert isinstance(start(), Run)  # it may pause on the quota, as any run
+
+
+# -- on the offline scripted model, as a worker runs it ----------------------------------------------
+
+
+def scripted(*turns: str) -> str:
+    return "passes:\n  - task:\n" + "".join(f"      - {turn}\n" for turn in turns) + '    judge: "YES\\nok"\n'
+
+
+def test_both_runs_on_the_scripted_model_through_the_worker(catalogued, settings, django_capture_on_commit_callbacks):
+    from runs import worker
+    from runs.wiring import arm_run
+
+    findings = Path(settings.RYSH_RESULTS_DIR) / "tasks/first/results/findings.md"
+    read = f'{{text: reading, tool_calls: [{{name: read_result, input: {{filename: "{findings}"}}}}]}}'
+    copy = "{text: saving, tool_calls: [{name: save_result, input: {filename: digest.md, content: copied}}]}"
+    catalogued(DIGEST, "digest", script=scripted(read, copy, "{text: Done.}"))
+    save = "{text: saving, tool_calls: [{name: save_result, input: {filename: findings.md, content: from a}}]}"
+    catalogued(FIRST, "first", script=scripted(save, "{text: Done.}"))
+    first = start()
+    with django_capture_on_commit_callbacks(execute=True):
+        worker.execute(first.pk, arm_run)
+    first.refresh_from_db()
+    following = Run.objects.get(chain_parent=first)
+    assert (first.cause, following.provider) == ("done", "scripted")
+    worker.execute(following.pk, arm_run)
+    following.refresh_from_db()
+    assert following.cause == "done"
+    read_step = Step.objects.filter(run_pass__run=following).order_by("number").first()
+    assert read_step.tool_results[0]["content"] == "from a"
+    prompt = Step.objects.filter(run_pass__run=following).first().run_pass.messages[0]["content"]
+    assert f"Read {findings.parent}/findings.md (run {first.pk})" in str(prompt)
+
+
+def test_a_resumed_link_keeps_its_place_in_the_chain(catalogued, django_capture_on_commit_callbacks):
+    catalogued(DIGEST, "digest")
+    catalogued(FIRST, "first")
+    first = finish(start(), saving("x"), django_capture_on_commit_callbacks)
+    link = Run.objects.get(chain_parent=first)
+    services.run_cancel(run=link)
+    resumed = services.run_resume(run=Run.objects.get(pk=link.pk))
+    assert (resumed.chain_parent_id, resumed.chain_depth) == (first.pk, 1)
+    assert [r.pk for r in run_chain(first)] == [first.pk, resumed.pk]
+
+
+def test_a_fork_does_not_chain(catalogued, django_capture_on_commit_callbacks):
+    catalogued(DIGEST, "digest")
+    catalogued(FIRST, "first")
+    parent = drive(start("digest"), FakeModel())
+    run = start()
+    Run.objects.filter(pk=run.pk).update(forked_from=parent, fork_pass=1)  # as runs.forks makes one
+    fork = finish(run, saving("x"), django_capture_on_commit_callbacks)
+    assert fork.cause == "done" and not Run.objects.filter(chain_parent=fork).exists()
