@@ -45,18 +45,21 @@ def fill_chain(spec: RecipeSpec, *, results_dir: str, run: str) -> RecipeSpec:
     """The recipe with `{{previous_results_dir}}` and `{{previous_run}}` filled in every prompt:
     the results folder and id of the run whose success started this one, or "" for a run no
     chain started (like a missing argument)."""
-    values = {"previous_results_dir": results_dir, "previous_run": run}
 
     def fill(text: str | None) -> str | None:
-        if not text:
-            return text
-        return _PLACEHOLDER_RE.sub(lambda m: values.get(m[1], m[0]), text)
+        return fill_chain_text(text, results_dir=results_dir, run=run) if text else text
 
     do = dataclasses.replace(spec.do, takeover_prompt=fill(spec.do.takeover_prompt))
     loop = dataclasses.replace(
         spec.loop_while, until=fill(spec.loop_while.until), iterate_with=fill(spec.loop_while.iterate_with)
     )
     return dataclasses.replace(spec, prompt=fill(spec.prompt), do=do, loop_while=loop)
+
+
+def fill_chain_text(text: str, *, results_dir: str, run: str) -> str:
+    """`{{previous_results_dir}}` and `{{previous_run}}` filled in one text (see fill_chain)."""
+    values = {"previous_results_dir": results_dir, "previous_run": run}
+    return _PLACEHOLDER_RE.sub(lambda m: values.get(m[1], m[0]), text)
 
 
 def unfilled_placeholders(spec: RecipeSpec, args: Sequence[str] | None) -> list[str]:

@@ -101,3 +101,22 @@ def test_a_chains_cost_sums_its_links_and_has_no_money_when_one_has_no_price():
     assert cost.through(0).tokens == 10
     assert ChainCost((LinkCost("task/a", 1, None), LinkCost("task/b", 1, Decimal(1)))).money is None
     assert Chain(("task/a",)).text == "task/a"
+
+
+def test_fill_chain_fills_every_prompt_and_leaves_other_placeholders():
+    from catalogue.recipe import fill_chain, parse_recipe, unfilled_placeholders
+
+    text = (
+        "---\nargs: [topic]\nloop:\n  do:\n    budget:\n      size: 1b\n      watch:\n"
+        "        takeover_prompt: Save {{previous_run}}.\n  while:\n    prompts:\n"
+        "      until: digest of {{previous_results_dir}} exists\n      iterate_with: again {{previous_run}}\n"
+        "---\nRead {{ previous_results_dir }}/a.md about {{topic}}.\n"
+    )
+    spec = parse_recipe(text, path="b.md", kind="task")
+    assert unfilled_placeholders(spec, ["owls"]) == []
+    filled = fill_chain(spec, results_dir="/r/tasks/a/results", run="12")
+    assert filled.prompt == "Read /r/tasks/a/results/a.md about {{topic}}."
+    assert filled.do.takeover_prompt == "Save 12."
+    assert filled.loop_while.until == "digest of /r/tasks/a/results exists"
+    assert filled.loop_while.iterate_with == "again 12"
+    assert fill_chain(spec, results_dir="", run="").prompt == "Read /a.md about {{topic}}."

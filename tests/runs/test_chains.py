@@ -241,6 +241,7 @@ def test_check_prints_the_chain_and_its_summed_worst_case(catalogued):
     assert "chain:   task/first -> task/digest" in out
     assert f"chain worst case: {each} tokens (" in out and "over 2 recipes" in out
     assert "chain quota: every link fits" in out
+    assert "previous" not in check("task", "check", "digest")  # its placeholders are known: no warning
 
 
 def test_a_quota_that_fits_the_first_but_not_the_chain_refuses_its_start(catalogued):
