@@ -66,14 +66,26 @@ class ToolRefused(Exception):
 
 
 class ResultsTools:
-    """save_result / list_results / read_result inside one folder."""
+    """save_result / list_results / read_result inside one folder; in a run an on_success chain
+    started, read_result and list_results also see the previous run's results folder, read
+    only (`previous_root`, named by its full path: docs/chains.md)."""
 
     def __init__(self, output_dir: Path):
         self.root = Path(output_dir).resolve()
         self.room_chars: int | None = None  # what the next model call has room for (the engine sets it)
+        self.previous_root: Path | None = None
 
     def specs(self) -> list[dict[str, Any]]:
-        return list(RESULT_TOOLS)
+        if self.previous_root is None:
+            return list(RESULT_TOOLS)
+        also = (
+            f" Also the previous run's results folder ({self.previous_root}), read only: "
+            "name its files by their full path."
+        )
+        return [
+            {**tool, "description": tool["description"] + also} if tool["name"] != "save_result" else tool
+            for tool in RESULT_TOOLS
+        ]
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         handler = getattr(self, f"_{name}", None)
@@ -109,20 +121,27 @@ class ResultsTools:
         return ToolResult(f"saved {rel} ({len(content.encode())} bytes)", files=[rel])
 
     def _list_results(self) -> ToolResult:
-        files = (
-            sorted(
-                (p for p in self.root.rglob("*") if p.is_file() and not p.name.startswith(".")),
-                key=lambda p: p.stat().st_mtime_ns,
-                reverse=True,
-            )
-            if self.root.is_dir()
-            else []
-        )
-        lines = [f"{p.relative_to(self.root)}  {p.stat().st_size} bytes" for p in files]
-        return ToolResult("\n".join(lines) or "(no results yet)")
+        lines = [f"{p.relative_to(self.root)}  {p.stat().st_size} bytes" for p in _newest_first(self.root)]
+        text = "\n".join(lines) or "(no results yet)"
+        if self.previous_root is not None:
+            previous = [f"{p}  {p.stat().st_size} bytes" for p in _newest_first(self.previous_root.resolve())]
+            text += "\n\nThe previous run's results (read only):\n" + ("\n".join(previous) or "(none)")
+        return ToolResult(text)
+
+    def readable_path(self, filename: object) -> Path:
+        """A file read_result may read: in the results folder, or by its full path in the previous
+        run's (a chained run). Nothing outside either, whatever `..` or a link says."""
+        if self.previous_root is not None and isinstance(filename, str) and Path(filename).is_absolute():
+            previous = self.previous_root.resolve()
+            try:
+                inside = Path(filename).resolve().relative_to(previous)
+                return safe_child(previous, inside, folder="the previous run's results folder")
+            except (ValueError, UnsafePath):
+                raise ToolRefused(f"{filename!r} is not in the previous run's results folder ({previous})") from None
+        return self.path_of(filename)
 
     def _read_result(self, filename: str) -> ToolResult:
-        target = self.path_of(filename)
+        target = self.readable_path(filename)
         if not target.is_file():
             raise ToolRefused(f"no such file {filename!r}")
         with target.open("rb") as handle:
@@ -131,6 +150,13 @@ class ResultsTools:
         if self.room_chars is not None and len(text) > self.room_chars:
             return ToolResult(text[: self.room_chars] + "\n" + cut_marker(len(text), self.room_chars))
         return ToolResult(text + ("\n[truncated]" if len(data) > READ_CAP else ""))
+
+
+def _newest_first(root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    files = (p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+    return sorted(files, key=lambda p: p.stat().st_mtime_ns, reverse=True)
 
 
 def _refusal(host: str, address: str, why: str) -> AddressRefused:

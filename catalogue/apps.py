@@ -20,3 +20,8 @@ class CatalogueConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(ensure_roles, sender=self)
+        # on_success chains are checked against the catalogue's tables: models are ready now
+        from catalogue.chain_checks import chain_issues
+        from catalogue.checks import register
+
+        register(chain_issues)

@@ -21,6 +21,7 @@ from django.utils import timezone
 from budgets.plan import resolve
 from budgets.prices import format_money
 from budgets.units import format_tokens
+from catalogue.chain_checks import chains_deferred, chains_recheck
 from catalogue.checks import extra_issues
 from catalogue.models import Recipe, RecipeVersion, RepoState
 from catalogue.package_sync import packages_sync
@@ -78,7 +79,9 @@ def recipes_sync(*, repo: str | None = None, branch: str | None = None) -> SyncR
         if since == head:
             return _result(started, head, changed=0, versions=0, files_read=git.blobs_read)
         incremental = bool(since) and git.has_commit(since) and git.is_ancestor(since, head)
-        walked = _walk(git, since if incremental else None, head)
+        with chains_deferred():  # a recipe a chain names may come later in this same walk
+            walked = _walk(git, since if incremental else None, head)
+        chains_recheck(walked.values())
         with transaction.atomic():
             # The claim: only the sync that moves synced_sha from what it read applies this
             # range; a concurrent sync of the same range updates 0 rows and starts over (and

@@ -33,6 +33,7 @@ from evals.views import recipe_evals_context
 from policies.selectors import policed_version_plan
 from reviews.selectors import change_requests_open_count, change_requests_open_for_recipe
 from reviews.services import plan_delta, text_diff
+from runs.chains import chain_quota_lines
 from runs.selectors import recipe_runs_recent, recipes_with_last_run
 from runs.workbench.labels import judge_agreement
 from rysh_site.proxies import client_address
@@ -147,6 +148,8 @@ def recipe_detail(request: HttpRequest, kind: str, name: str) -> HttpResponse:
             "shown": shown,
             "spec": spec,
             "plan_lines": lines,
+            # docs/chains.md: the recipes its success starts, their worst case, the quotas' say
+            "chain_lines": chain_quota_lines(spec, user_id=request.user.pk) if spec else [],
             "prompt_html": render_markdown(spec.prompt) if spec else "",
             "versions": list(recipe_versions(recipe)),
             "runs": recipe_runs_recent(recipe),

@@ -1,4 +1,4 @@
-"""`auto <kind> status|history|results …`: what runs are doing, what they did, what they left."""
+"""`auto <kind> status|history|results|show …`: what runs are doing, what they did, what they left."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 from budgets.units import format_tokens
 from cli.common import Cli
+from runs.chains import chain_text, run_chain
 from runs.models import ACTIVE_STATES, Run, RunState
 from runs.selectors import live_rows
 
@@ -97,4 +98,17 @@ def do_results(cli: Cli, target, recipe_args, options):
         cli.stdout.write("  (none yet)")
 
 
-VERBS = {"status": do_status, "history": do_history, "results": do_results}
+def do_show(cli: Cli, target, recipe_args, options):
+    """One run (an id, or the recipe's latest): how it stands, its results, and its on_success
+    chain as one line (docs/chains.md)."""
+    run = cli.run(target, states=None, args=recipe_args)
+    cli.stdout.write(f"run #{run.pk} {run.target}: {run.cause or run.state_label}")
+    cli.stdout.write(
+        f"  passes {run.pass_number}, {format_tokens(run.tokens_counted)} tokens, results in {run.output_dir}"
+    )
+    chain = run_chain(run)
+    if len(chain) > 1:
+        cli.stdout.write(f"  chain: {chain_text(chain)}")
+
+
+VERBS = {"status": do_status, "history": do_history, "results": do_results, "show": do_show}

@@ -22,6 +22,7 @@ from catalogue.recipe import RecipeIssue, unfilled_placeholders
 from catalogue.selectors import tokenizer_notes
 from catalogue.spec import Kind
 from policies.selectors import PolicyBroken, policy_for_run
+from runs.chains import chain_quota_lines
 from runs.outlook import WorstCase, price_warnings, quota_lines
 from toolservers.checks import approve_warnings as mcp_approve_warnings
 
@@ -58,7 +59,11 @@ def check_report(spec, *, recipe_args, user_id: int | None) -> CheckReport:
     worst = WorstCase.of(plan, executor=executor, judge=judge, wrapup=wrapup_for(spec, executor))
     return CheckReport(
         errors=[],
-        plan_lines=[*plan_lines(spec, plan, executor=executor, judge=judge), *notes],
+        plan_lines=[
+            *plan_lines(spec, plan, executor=executor, judge=judge),
+            *notes,
+            *chain_quota_lines(spec, user_id=user_id),
+        ],
         model_lines=model_notes(spec) + tokenizer_notes(spec, executor=executor, judge=judge),
         quota_lines=quota_lines(target=spec.target, user_id=user_id, worst=worst),
         warnings=[

@@ -78,6 +78,12 @@ class Run(models.Model):
     fork_pass = models.PositiveIntegerField(null=True, blank=True)
     fork_redo = models.BooleanField(default=False)
     fork_edits = models.JSONField(default=dict, blank=True)
+    # an on_success chain (docs/chains.md): the fulfilled run that started this one, and how many
+    # runs of the chain came before it (0: the chain's first, or a run no chain started)
+    chain_parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="chain_children"
+    )
+    chain_depth = models.PositiveIntegerField(default=0)
     lost_count = models.PositiveIntegerField(default=0)  # times a worker died under it
 
     # the job's ledger totals (counted = input + cache write + output; cache reads apart): the

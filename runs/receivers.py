@@ -12,17 +12,22 @@ default's in-memory channel layer)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.signals import user_logged_out
+from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.dispatch import receiver
 
 from runs import events
+from runs.chains import CHAINING_CAUSES
 from runs.events import push_users_changed
+from runs.on_success import run_chain_follow
 from runs.quota_waits import paused_on_quota, quota_wake
+from runs.signals import run_finished
 from runs.states import EventKind
 from spend.signals import quota_released
 from workspaces.signals import workspace_noted
@@ -86,3 +91,18 @@ def on_quota_released(sender, **kwargs) -> None:
 @receiver(workspace_noted, dispatch_uid="runs.workspace_noted")
 def on_workspace_noted(sender, run, message, **kwargs) -> None:
     events.record(run, EventKind.NOTE, message)
+
+
+@receiver(run_finished, dispatch_uid="runs.on_success")
+def on_run_finished(sender, *, run, **kwargs) -> None:
+    """A run that ended well starts the recipe its on_success names, once its end is committed
+    (docs/chains.md)."""
+    if run.cause in CHAINING_CAUSES:
+        transaction.on_commit(functools.partial(_follow, run.pk))
+
+
+def _follow(run_id: int) -> None:
+    try:
+        run_chain_follow(run_id=run_id)
+    except Exception:  # the finished run stays finished whatever its chain does; the log says why
+        log.exception("run %s: its on_success chain was not followed", run_id)

@@ -36,6 +36,7 @@ from policies.rules import Merged
 from policies.selectors import PolicyBroken, policy_for_run
 from runs import approvals, events
 from runs.arming import WORKDIR_OVERRIDE, OverrideError, arm, first_message, plan_snapshot, previewed_workdir
+from runs.chains import chain_quota_lines, chain_quota_refusal
 from runs.engine import finish_run
 from runs.ledger import settle_pending_steps
 from runs.models import ACTIVE_STATES, BLOCKING_RUN, Approval, ApprovalState, Control, Grant, Pass, Run, RunState
@@ -205,6 +206,7 @@ def run_start(
     trace_parent: dict | None = None,
     fork: ForkStart | None = None,
     source: RecipeSource | None = None,
+    chain_parent: Run | None = None,
 ) -> Run | DryRun:
     """Arm and queue a run, or refuse with a clear message before anything is spent. `base`:
     the branch, tag or commit a coding run's copy starts from (`--base`; else the recipe's
@@ -213,7 +215,8 @@ def run_start(
     or MCP (see recipe_source). `eval_case`: the run of an eval case (see EvalCase).
     `trace_parent`: the stored trace context the run's trace hangs under (an eval suite's:
     docs/tracing.md). `fork`: a fork of a run (see ForkStart). `source`: the recipe a caller built
-    (an agent package's, runs.packages)."""
+    (an agent package's, runs.packages). `chain_parent`: the fulfilled run whose `on_success` starts
+    this one (runs.on_success, docs/chains.md)."""
     if eval_case is not None:
         source = eval_case.source
         source.notes.append(eval_case.label)
@@ -275,6 +278,10 @@ def run_start(
     if dry_run:
         lines = _dry_run_lines(spec, plan, source, args, str(output_dir), executor, judge, user=user, copy=copy_source)
         return DryRun(lines)
+    if chain_parent is None and eval_case is None and fork is None:  # the chain's first run: all of it must fit
+        user_id = user.pk if getattr(user, "is_authenticated", False) else None
+        if refusal := chain_quota_refusal(spec, user_id=user_id):
+            raise RunRefused(refusal)
     try:
         chosen = choose_provider(provider, target=spec.target, script=source.script)
         if chosen == "anthropic":
@@ -305,6 +312,7 @@ def run_start(
         trace_context=tracing.child_context(trace_parent),
         fork=fork,
         policy=policy,
+        chain_parent=chain_parent,
     )
 
 
@@ -393,6 +401,7 @@ def _create_run(
     trace_context=None,
     fork: ForkStart | None = None,
     policy=None,
+    chain_parent: Run | None = None,
 ) -> Run:
     if copy_source is not None and copy_source.note:
         source.notes.append(copy_source.note)
@@ -422,6 +431,8 @@ def _create_run(
                 script_path=str(source.script or ""),
                 resumed_from=resumed_from,
                 trace_context=trace_context or {},
+                chain_parent=chain_parent,
+                chain_depth=chain_parent.chain_depth + 1 if chain_parent is not None else 0,
                 **_lineage(fork),
             )
             if spec.workdir is not None:
@@ -438,6 +449,8 @@ def _create_run(
         fork.restore(run, output_dir)
     for note in source.notes:
         events.record(run, EventKind.NOTE, note)
+    if chain_parent is not None and resumed_from is None:
+        events.record(run, EventKind.NOTE, f"started by the on_success of {chain_parent.target} #{chain_parent.pk}")
     label = "the offline scripted model (not Claude)" if provider == "scripted" else executor
     events.record(run, EventKind.QUEUED, f"queued on {label}", provider=provider)
     if fork is not None:  # recorded once, with what it forks and the edits it carries
@@ -446,6 +459,13 @@ def _create_run(
     elif resumed_from is None:  # a resume is recorded once, as run.resume, by run_resume
         if schedule:  # a schedule started it, for its owner: the owner did not act
             detail = {"args": list(args), "schedule": schedule, "for": user.get_username() if user else None}
+            audit_record(action="run.start", target=run, detail=detail)
+        elif chain_parent is not None:  # the first run's success started it: nobody acted now
+            detail = {
+                "args": list(args),
+                "on_success_of": chain_parent.pk,
+                "for": user.get_username() if user else None,
+            }
             audit_record(action="run.start", target=run, detail=detail)
         else:
             audit_record(actor=user, action="run.start", target=run, detail={"args": list(args)})
@@ -477,6 +497,7 @@ def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, use
     worst = WorstCase.of(plan, executor=executor, judge=judge)
     lines += [f"quota: {line}" for line in quota_lines(target=spec.target, user_id=user_id, worst=worst)]
     lines += [f"warning: {line}" for line in price_warnings(worst.models)]
+    lines += chain_quota_lines(spec, user_id=user_id)
     if spec.kind == Kind.WEB:
         lines += [
             f"browser: profile {spec.web_profile}, start page {site_url(spec.url) if spec.url else '(blank)'}, "
@@ -674,6 +695,7 @@ def run_resume(*, run: Run, user=None, headless: bool | None = None, provider: s
         overrides=run.overrides,
         provider=provider or run.provider,
         resumed_from=run,
+        chain_parent=run.chain_parent,  # a resumed link of a chain is still that link (docs/chains.md)
     )
     audit_record(actor=user, action="run.resume", target=new, detail={"resumes": run.pk})
     return new

@@ -29,6 +29,7 @@ from catalogue.selectors import recipe_args
 from catalogue.spec import Kind
 from catalogue.views import _get_recipe_for_user
 from runs import selectors, services
+from runs.chains import chain_context
 from runs.forks.lineage import lineage_context, passes_marked
 from runs.forms import GrantForm, HistoryFilterForm, RunForm
 from runs.live import fragments
@@ -83,7 +84,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {**fragments.run_context(run, can), "plan_lines": plan_lines_from_snapshot(run.plan)}
     template = fragments.RUN_FRAGMENTS if request.htmx else "runs/run_detail.html"
     if not request.htmx:  # the lineage is the page's, not pushed: it changes when a fork starts
-        context.update(lineage_context(run, can))
+        context.update(lineage_context(run, can), **chain_context(run))
         passes_marked(context["passes"], context["fork_points"])
     return render(request, template, context)
 

@@ -18,6 +18,7 @@ from agents.providers import model_for
 from agents.sandbox import Sandbox, SandboxConfig, sandbox_problem, server_wrap
 from agents.task_tools import TaskTools
 from catalogue.packages.tools import undeclared_coding_tools
+from catalogue.recipe import fill_chain
 from catalogue.spec import Kind, RecipeSpec
 from policies.ceilings import lower_plan
 from policies.rules import Merged
@@ -38,6 +39,8 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
     plan = plan.granted(run.granted())  # an operator's grants raise the outer ceilings (docs/spend.md)
     policy = Merged.from_json(run.policy)
     plan, _ = lower_plan(plan, policy)  # the policy's ceilings hold over any grant (docs/policy.md)
+    previous = run.chain_parent.output_dir if run.chain_parent_id and run.chain_parent else ""
+    spec = fill_chain(spec, results_dir=previous, run=str(run.chain_parent_id or ""))
     output_dir = Path(run.output_dir)
     if tools is None:
         if spec.kind == Kind.WEB:
@@ -46,6 +49,8 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
             tools = coding_tools(run, spec, output_dir)
         else:
             tools = TaskTools(output_dir, spec.allowed_domains)
+        if previous and getattr(tools, "results", None) is not None:  # read-only (docs/chains.md)
+            tools.results.previous_root = Path(previous)
         if spec.mcp:
             tools = mcp_tools(run, spec, tools)
         if run.package_version_id is not None and run.package_version.info.get("type") == "agent":

@@ -20,6 +20,7 @@ from catalogue.recipe import NAME_RE
 from catalogue.spec import Kind
 from runs import services
 from runs.arming import RUN_OPTION_NAMES
+from runs.chains import chain_next
 from runs.models import ACTIVE_STATES, Approval, ApprovalState, Run, RunState
 from runs.selectors import run_history, run_passes
 from runs.states import allowed_controls
@@ -70,6 +71,7 @@ class RunSummaryOut(Schema):
     started_at: datetime | None
     ended_at: datetime | None
     resumed_from: int | None
+    chain_parent: int | None  # the run whose on_success started this one (docs/chains.md)
 
 
 class RunListOut(Schema):
@@ -110,6 +112,8 @@ class RunDetailOut(RunSummaryOut):
     controls: list[str]
     approval_pending: int | None
     passes: list[PassOut]
+    chain_depth: int
+    chain_next: int | None  # the run this one's success started
 
 
 class StartDryRunOut(Schema):
@@ -150,6 +154,7 @@ def run_summary(run: Run) -> dict:
         "started_at": run.started_at,
         "ended_at": run.ended_at,
         "resumed_from": run.resumed_from_id,
+        "chain_parent": run.chain_parent_id,
     }
 
 
@@ -190,6 +195,8 @@ def run_detail(run: Run) -> dict:
         "controls": allowed_controls(run),
         "approval_pending": pending.pk if pending else None,
         "passes": passes,
+        "chain_depth": run.chain_depth,
+        "chain_next": getattr(chain_next(run), "pk", None),
     }
 
 

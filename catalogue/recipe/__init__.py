@@ -32,7 +32,7 @@ from catalogue.recipe.fields import (
     own_output_dir,
     read_recipe,
 )
-from catalogue.recipe.placeholders import placeholders, render, unfilled_placeholders
+from catalogue.recipe.placeholders import fill_chain, fill_chain_text, placeholders, render, unfilled_placeholders
 from catalogue.recipe.reader import Reader, RecipeError, RecipeIssue, split_frontmatter
 from catalogue.spec import RecipeSpec
 
@@ -45,6 +45,8 @@ __all__ = [
     "NAME_RE",
     "RecipeError",
     "RecipeIssue",
+    "fill_chain",
+    "fill_chain_text",
     "load_recipe",
     "normal_workdir",
     "parse_recipe",

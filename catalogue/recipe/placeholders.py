@@ -1,15 +1,19 @@
 """Placeholders in a recipe's prompts (docs/recipes.md): `{{args}}`, `{{arg1}}`…, `{{<name>}}` by
-position in `args:`, `{{output_dir}}` / `{{results_dir}}`, and in a recipe with a working copy
-`{{workdir}}`, the folder its commands run in (docs/recipes.md). Pure."""
+position in `args:`, `{{output_dir}}` / `{{results_dir}}`, in a recipe with a working copy
+`{{workdir}}`, the folder its commands run in (docs/recipes.md), and in a run an `on_success` chain
+started `{{previous_results_dir}}` / `{{previous_run}}` (docs/chains.md). Pure."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
 from catalogue.spec import RecipeSpec
 
-BUILTIN_PLACEHOLDERS = ("args", "output_dir", "results_dir", "workdir")
+BUILTIN_PLACEHOLDERS = ("args", "output_dir", "results_dir", "workdir", "previous_results_dir", "previous_run")
+# filled once for the whole run when it is armed (fill_chain), so render leaves them as written
+CHAIN_PLACEHOLDERS = ("previous_results_dir", "previous_run")
 
 _PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _POSITIONAL_RE = re.compile(r"arg([1-9][0-9]{0,5})\Z")  # bounded: int() of huge digit runs fails
@@ -35,6 +39,27 @@ def render(template: str, *, spec: RecipeSpec, args: Sequence[str], output_dir: 
         return match[0] if value is None else value
 
     return _PLACEHOLDER_RE.sub(fill, template)
+
+
+def fill_chain(spec: RecipeSpec, *, results_dir: str, run: str) -> RecipeSpec:
+    """The recipe with `{{previous_results_dir}}` and `{{previous_run}}` filled in every prompt:
+    the results folder and id of the run whose success started this one, or "" for a run no
+    chain started (like a missing argument)."""
+
+    def fill(text: str | None) -> str | None:
+        return fill_chain_text(text, results_dir=results_dir, run=run) if text else text
+
+    do = dataclasses.replace(spec.do, takeover_prompt=fill(spec.do.takeover_prompt))
+    loop = dataclasses.replace(
+        spec.loop_while, until=fill(spec.loop_while.until), iterate_with=fill(spec.loop_while.iterate_with)
+    )
+    return dataclasses.replace(spec, prompt=fill(spec.prompt), do=do, loop_while=loop)
+
+
+def fill_chain_text(text: str, *, results_dir: str, run: str) -> str:
+    """`{{previous_results_dir}}` and `{{previous_run}}` filled in one text (see fill_chain)."""
+    values = {"previous_results_dir": results_dir, "previous_run": run}
+    return _PLACEHOLDER_RE.sub(lambda m: values.get(m[1], m[0]), text)
 
 
 def unfilled_placeholders(spec: RecipeSpec, args: Sequence[str] | None) -> list[str]:

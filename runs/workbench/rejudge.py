@@ -37,7 +37,7 @@ from budgets.plan import JUDGE_MAX_TOKENS
 from budgets.prices import format_money
 from budgets.quota import DAY, window_end, window_start
 from budgets.units import format_tokens
-from catalogue.recipe import RecipeError, parse_recipe, render
+from catalogue.recipe import RecipeError, fill_chain_text, parse_recipe, render
 from catalogue.spec import RecipeSpec
 from runs.engine import verdicts as judging
 from runs.engine.call import Called, DirectReservation, budgeted_call, call_size, counted_bound
@@ -163,6 +163,8 @@ def goal_for(until: str, run: Run) -> str:
     spec = _armed_spec(run.recipe_text, run.recipe_path, run.kind)
     if spec is None:
         return until
+    previous = run.chain_parent.output_dir if run.chain_parent_id and run.chain_parent else ""
+    until = fill_chain_text(until, results_dir=previous, run=str(run.chain_parent_id or ""))  # docs/chains.md
     return render(until, spec=spec, args=run.args, output_dir=run.output_dir, workdir=working_folder(run))
 
 

@@ -65,14 +65,21 @@ MOVED = {"automations_pass": "messages"}  # a column whose values moved to anoth
 # columns added since: empty on every old row
 ADDED = {
     "automations_recipeschedule": ("owner_id",),
-    "automations_run": ("snapshots_pruned_at", "forked_from_id", "fork_pass", "package_version_id"),
+    "automations_run": ("snapshots_pruned_at", "forked_from_id", "fork_pass", "package_version_id", "chain_parent_id"),
     "automations_pass": ("snapshot_at", "gate_status"),
     "budgets_ledgerentry": ("rejudge_id",),
 }
 # columns added since with a default: the default on every old row
 DEFAULTED = {
     "automations_step": {"thinking_blocks": 0, "thinking": ""},
-    "automations_run": {"trace_context": "{}", "fork_redo": 0, "fork_edits": "{}", "package": "", "policy": "{}"},
+    "automations_run": {
+        "trace_context": "{}",
+        "fork_redo": 0,
+        "fork_edits": "{}",
+        "package": "",
+        "policy": "{}",
+        "chain_depth": 0,
+    },
     "automations_pass": {"gate_command": "", "gate_output": ""},
 }
 # columns added since and filled from what was there: whose quota counted a run's calls (its

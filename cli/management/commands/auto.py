@@ -36,6 +36,7 @@ ACTIONS = [
     "resume",
     "land",
     "results",
+    "show",
     "history",
     "check",
     "approve",
@@ -67,7 +68,7 @@ VERBS = {
 class Command(BaseCommand):
     help = (
         "Run and steer recipes: auto <web|task|code> run|status|stop|cancel|continue|grant|resume|land|"
-        "results|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
+        "results|show|history|check|approve|reject [NAME_OR_PATH] [ARGS...]; "
         "auto <kind> rejudge NAME [--until-file F] [-n 10] [--judge-model M]; "
         "auto task|code diff|keep|discard NAME [--run ID] [--pass N] [--branch B]; auto task|code run NAME --base REF --workdir DIR; "
         "auto <kind> fork NAME --run ID --pass N [--redo] [--prompt-file F] [--until TEXT] [--budget SIZE] "
