@@ -20,7 +20,7 @@ import yaml
 
 from catalogue.packages.manifest import MANIFEST_NAME, Manifest, read_manifest
 from catalogue.packages.skill import Skill, read_skill
-from catalogue.packages.tools import BROWSER_TOOL, CODING_TOOLS, KNOWN_TOOLS, TOOL_MEANING, tools_to_gate
+from catalogue.packages.tools import BROWSER_TOOL, CODING_TOOLS, KNOWN_TOOLS, TOOL_MEANING
 from catalogue.recipe import NAME_RE, RecipeError, RecipeIssue, parse_recipe
 from catalogue.spec import Kind, RecipeSpec
 
@@ -166,7 +166,7 @@ def works_in_copy(package: Package) -> bool:
 def agent_recipe(package: Package, *, prompt: str, budget: str | None = None, until: str | None = None) -> AgentRecipe:
     """The recipe a run of an agent package runs: its instructions first, then the person's
     prompt; the agent's model; a working copy of the repository's root for `isolation:
-    worktree`; every declared tool gated for `auto_approve: false`; one pass unless an
+    worktree`; every task-leg call held for `auto_approve: false` (rysh's `loop.do.auto_approve`); one pass unless an
     `until` is given; the person's budget, else the default pass budget."""
     skill = package.skill
     if skill is None:
@@ -178,11 +178,12 @@ def agent_recipe(package: Package, *, prompt: str, budget: str | None = None, un
         front["workdir"] = "."
     if skill.model:
         front["model"] = skill.model
-    if not skill.auto_approve and (gated := tools_to_gate(package.manifest.declares_tools)):
-        front["approve"] = list(gated)
-    loop: dict = {}
+    do: dict = {}
+    if not skill.auto_approve:  # every call of the task leg waits for a person (docs/approvals.md)
+        do["auto_approve"] = False
     if budget:
-        loop["do"] = {"budget": {"size": budget}}
+        do["budget"] = {"size": budget}
+    loop: dict = {"do": do} if do else {}
     if until:
         loop["while"] = {"prompts": {"until": until}}
     if loop:

@@ -30,12 +30,6 @@ def known_tool(name: str) -> bool:
     return name in KNOWN_TOOLS
 
 
-def tools_to_gate(declared: tuple[str, ...]) -> tuple[str, ...]:
-    """The declared tools a run gates when the agent says `auto_approve: false`: every one it
-    may call (the browser is not an agent's: an agent has no browser here)."""
-    return tuple(name for name in declared if known_tool(name) and name != BROWSER_TOOL)
-
-
 def undeclared_coding_tools(declared: list[str] | tuple[str, ...]) -> frozenset[str]:
     """The coding tools an agent did not declare: a run of it is not offered them."""
     return frozenset(CODING_TOOLS) - set(declared)

@@ -166,14 +166,14 @@ def test_an_agents_run_is_a_recipe_with_its_instructions_then_the_prompt():
     )
     assert spec.prompt.startswith("You make failing tests pass.")
     assert spec.prompt.endswith("## The task\n\nmake the tests pass")
-    assert spec.approve == () and not spec.loop_while.runs_loop
+    assert spec.approve == () and spec.do.auto_approve and not spec.loop_while.runs_loop
 
 
-def test_auto_approve_false_gates_every_declared_tool():
+def test_auto_approve_false_holds_every_call_of_the_task_leg():
     package = read_package("test-fixer", files(skill=SKILL.replace("auto_approve: true", "auto_approve: false")))
-    built = agent_recipe(package, prompt="go")
+    built = agent_recipe(package, prompt="go", budget="2b")
     spec = parse_recipe(built.text, path=built.path, kind=built.kind)
-    assert spec.approve == ("bash", "file_read", "edit", "grep", "glob")
+    assert (spec.do.auto_approve, spec.do.budget_size, spec.approve) == (False, 400_000, ())
 
 
 def test_an_agent_without_worktree_and_without_coding_tools_is_a_task_without_a_copy():

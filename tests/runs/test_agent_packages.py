@@ -99,7 +99,7 @@ def test_until_makes_the_agent_a_loop_and_auto_approve_false_gates_its_tools(fak
         run.recipe_text, path=run.recipe_path, kind=run.kind, overrides=run.overrides
     )
     assert spec.loop_while.runs_loop and spec.loop_while.until == "the tests pass"
-    assert spec.approve == ("bash", "file_read", "edit", "grep", "glob")
+    assert spec.approve == () and spec.do.auto_approve is False
 
 
 def test_a_broken_newest_version_runs_the_last_good_one_and_says_so(fake_anthropic, packages_repo):
