@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import PurePath
 
 from django.db import DatabaseError
 
-from budgets.plan import resolve
+from budgets.plan import Plan, resolve
 from budgets.prices import format_money
 from budgets.units import format_tokens
 from catalogue.chains import Chain, ChainCost, LinkCost, chain_problems, walk
 from catalogue.models import Recipe
-from catalogue.plan_report import models_for, worst_case_money
+from catalogue.plan_report import models_for, worst_case_money, wrapup_for
 from catalogue.recipe import RecipeError, RecipeIssue, parse_recipe
 from catalogue.spec import RecipeSpec
+
+# what a run's start does to a plan before it is armed (None: nothing)
+PlanShape = Callable[[Plan], Plan] | None
 
 # sync checks chains once the whole head is read (chains_recheck), not version by version
 _SYNCING: contextvars.ContextVar[bool] = contextvars.ContextVar("chains_syncing", default=False)
@@ -94,16 +97,20 @@ def chains_recheck(entries: Iterable) -> None:
 # -- the chain's worst case --------------------------------------------------------------------------
 
 
-def link_cost(target: str, spec: RecipeSpec | None = None) -> LinkCost | None:
+def link_cost(target: str, spec: RecipeSpec | None = None, *, shape: PlanShape = None) -> LinkCost | None:
     """A recipe's worst case as a link of a chain (`spec`: as given; else the catalogue's last
-    valid version), or None when the catalogue does not hold it."""
+    valid version), or None when the catalogue does not hold it. `shape`: what a run's start
+    does to the plan before it is armed (the team's policy ceilings, docs/policy.md)."""
     if spec is None:
         spec = good_spec(target)
         if spec is None:
             return None
     plan = resolve(spec.do, spec.loop_while)
+    if shape is not None:
+        plan = shape(plan)
     executor, judge = models_for(spec)
-    return LinkCost(target, plan.worst_tokens, worst_case_money(plan, executor=executor, judge=judge))
+    money = worst_case_money(plan, executor=executor, judge=judge, wrapup=wrapup_for(spec, executor))
+    return LinkCost(target, plan.worst_tokens, money)
 
 
 def good_spec(target: str) -> RecipeSpec | None:
@@ -117,21 +124,21 @@ def good_spec(target: str) -> RecipeSpec | None:
         return None
 
 
-def chain_cost(spec: RecipeSpec, chain: Chain) -> ChainCost:
+def chain_cost(spec: RecipeSpec, chain: Chain, *, shape: PlanShape = None) -> ChainCost:
     """The worst case of every recipe of the chain a run of `spec` may start, the first as given."""
-    links = [link_cost(spec.target, spec)]
-    links += [link_cost(target) for target in chain.links[1:]]
+    links = [link_cost(spec.target, spec, shape=shape)]
+    links += [link_cost(target, shape=shape) for target in chain.links[1:]]
     return ChainCost(tuple(link for link in links if link is not None))
 
 
-def chain_lines(spec: RecipeSpec) -> list[str]:
+def chain_lines(spec: RecipeSpec, *, shape: PlanShape = None) -> list[str]:
     """What `auto check`, a dry run and the recipe page say of a recipe's chain (nothing when it
     names none): the chain as one line, then its worst case summed over its recipes."""
     if spec.on_success is None:
         return []
     try:
         chain = chain_for(spec)
-        cost = chain_cost(spec, chain)
+        cost = chain_cost(spec, chain, shape=shape)
     except DatabaseError:
         return ["chain:   unknown: the database is not migrated (python manage.py migrate)"]
     each = " + ".join(f"{link.target} {format_tokens(link.tokens)}" for link in cost.links)

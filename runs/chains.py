@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from django.db import DatabaseError
 
+from budgets.plan import Plan
 from budgets.prices import format_money
 from budgets.quota import from_micros, to_micros
 from budgets.units import format_tokens
 from catalogue.chain_checks import chain_cost, chain_for, chain_lines
 from catalogue.chains import MAX_DEPTH, ChainCost, first_over
 from catalogue.spec import RecipeSpec
+from policies.selectors import PolicyBroken, policy_for_run
 from runs.models import Run
 from spend.models import Quota
 from spend.quotas import applies, current, quotas_for
@@ -29,7 +31,7 @@ def chain_quota_refusal(spec: RecipeSpec, *, user_id: int | None) -> str | None:
     if spec.on_success is None:
         return None
     try:
-        cost = chain_cost(spec, chain_for(spec))
+        cost = chain_cost(spec, chain_for(spec), shape=policed)
         quotas = _quotas(cost, user_id)
     except DatabaseError:
         return None
@@ -37,6 +39,15 @@ def chain_quota_refusal(spec: RecipeSpec, *, user_id: int | None) -> str | None:
         if (said := _over(quota, cost, user_id)) is not None:
             return said
     return None
+
+
+def policed(plan: Plan) -> Plan:
+    """A link's plan as its run would start: under the team's policy ceilings (docs/policy.md).
+    A policy that does not parse refuses every start anyway; the plan is then shown as written."""
+    try:
+        return policy_for_run(plan)[0]
+    except PolicyBroken:
+        return plan
 
 
 def _quotas(cost: ChainCost, user_id: int | None) -> list[Quota]:
@@ -88,7 +99,7 @@ def _refusal(quota: Quota, cost: ChainCost, counted: list[bool], index: int, lef
 def chain_quota_lines(spec: RecipeSpec, *, user_id: int | None) -> list[str]:
     """The chain's lines for a dry run or `auto check`: the chain, its worst case, and whether
     the quotas that count it let it finish."""
-    lines = chain_lines(spec)
+    lines = chain_lines(spec, shape=policed)
     if lines:
         refusal = chain_quota_refusal(spec, user_id=user_id)
         lines.append(f"chain quota: {refusal}" if refusal else "chain quota: every link fits what the quotas have left")

@@ -12,8 +12,9 @@ from django.core.management.base import CommandError
 
 from catalogue.chain_checks import link_cost
 from catalogue.models import Recipe
+from catalogue.recipe import parse_recipe
 from runs import services
-from runs.chains import run_chain
+from runs.chains import chain_quota_lines, policed, run_chain
 from runs.models import Control, Run, RunEvent, RunState, Step
 from runs.on_success import run_chain_follow
 from spend.services import quota_set
@@ -319,3 +320,21 @@ def test_a_fork_does_not_chain(catalogued, django_capture_on_commit_callbacks):
     Run.objects.filter(pk=run.pk).update(forked_from=parent, fork_pass=1)  # as runs.forks makes one
     fork = finish(run, saving("x"), django_capture_on_commit_callbacks)
     assert fork.cause == "done" and not Run.objects.filter(chain_parent=fork).exists()
+
+
+def test_the_chains_worst_case_is_the_one_its_runs_start_with_under_the_policy(catalogued, settings, tmp_path):
+    catalogued(DIGEST, "digest")
+    catalogued(FIRST, "first")
+    written = link_cost("task/first").tokens + link_cost("task/digest").tokens
+    org = tmp_path / "org-policy.yaml"
+    org.write_text("budget:\n  ceilings:\n    pass: 100p\n")  # below each recipe's 1b pass budget
+    settings.RYSH_ORG_POLICY = str(org)
+    lowered = link_cost("task/first", shape=policed).tokens + link_cost("task/digest", shape=policed).tokens
+    assert lowered < written
+    # a quota the chain as written would not fit, but the chain as its runs start does
+    quota_set(scope="installation", window="day", tokens=lowered, dollars=None)
+    spec = Recipe.objects.get(name="first").good
+    lines = chain_quota_lines(parse_recipe(spec.text, path=spec.path, kind="task"), user_id=None)
+    assert f"chain worst case: {lowered} tokens" in lines[1]
+    assert lines[-1] == "chain quota: every link fits what the quotas have left"
+    assert isinstance(start(), Run)
