@@ -47,9 +47,14 @@ class SyncResult:
     head: str = ""
     versions: int = 0  # versions created
     files_read: int = 0  # file contents read from git
+    packages_changed: int = 0  # packages (.rysh/packages/) created, changed or archived
 
     def line(self) -> str:
-        return f"synced: {self.recipes} recipes, {self.changed} changed, {self.invalid} invalid, {self.seconds:.2f}s"
+        packages = f", {self.packages_changed} package{'s' * (self.packages_changed != 1)} changed"
+        return (
+            f"synced: {self.recipes} recipes, {self.changed} changed, {self.invalid} invalid"
+            f"{packages if self.packages_changed else ''}, {self.seconds:.2f}s"
+        )
 
 
 @dataclass
@@ -90,12 +95,13 @@ def recipes_sync(*, repo: str | None = None, branch: str | None = None) -> SyncR
             claimed = RepoState.objects.filter(pk=state.pk, synced_sha=since).update(synced_sha=head)
             if claimed:
                 changed, created = _apply(walked, full=not incremental)
-                changed += packages_sync(git, head)  # .rysh/packages/ (docs/packages.md)
+                packages = packages_sync(git, head)  # .rysh/packages/ (docs/packages.md)
                 RepoState.objects.filter(pk=state.pk).update(synced_at=timezone.now())
         if claimed:
             # schedules follow recipes' `schedule:`; policies read .rysh/policy.yaml at the head
             recipes_synced.send(sender=RepoState, git=git, repo=redact(location), branch=branch, head=head)
-            return _result(started, head, changed=changed, versions=created, files_read=git.blobs_read)
+            result = _result(started, head, changed=changed, versions=created, files_read=git.blobs_read)
+            return dataclasses.replace(result, packages_changed=packages)
         state.refresh_from_db()
     raise RepoError(f"{redact(location)}: gave up after repeated concurrent syncs")
 

@@ -14,7 +14,7 @@ from catalogue.packages import MANIFEST_NAME, RecipeError, agent_recipe, read_pa
 from catalogue.packages import Package as PackageFiles
 from runs.arming import UNTIL_OVERRIDE
 from runs.models import Run
-from runs.services import DryRun, RecipeSource, RunRefused, run_start
+from runs.services import DryRun, RecipeSource, RunRefused, run_start, script_of
 
 
 def package_for_run(name: str) -> tuple[Package, PackageVersion]:
@@ -73,17 +73,22 @@ def package_run_start(
             f"running the last good version ({version.commit_sha[:8]})"
         )
     notes.append(f"package {version.label} at {version.commit_sha[:8]}")
+    script = script_of(f"{package.path}/{version.entry_path}")  # offline: SKILL.script.yaml beside the entry
     if files.skill is not None:
         prompt = " ".join(words).strip()
         if not prompt:
             raise RunRefused(f'an agent runs with a prompt: auto agent run {name} "what it should do"')
         built = agent_recipe(files, prompt=prompt)
-        source = RecipeSource(built.kind, built.name, built.path, built.text, notes=notes, package=version)
+        source = RecipeSource(
+            built.kind, built.name, built.path, built.text, notes=notes, package=version, script=script
+        )
         args: list[str] = []
     else:
         spec = files.recipe
         path = f"{files.path}/{spec.name}.md"  # names the run: its stem is the recipe's name
-        source = RecipeSource(str(spec.kind), spec.name, path, version.entry_text, notes=notes, package=version)
+        source = RecipeSource(
+            str(spec.kind), spec.name, path, version.entry_text, notes=notes, package=version, script=script
+        )
         args = list(words)
     return run_start(
         kind=source.kind,

@@ -126,7 +126,6 @@ def _from_catalogue(kind: str, name: str) -> RecipeSource | None:
             f"the newest version of {recipe.target} ({recipe.latest.commit_sha[:8]}) is broken; "
             f"running the last good version ({recipe.good.commit_sha[:8]})"
         )
-    worktree = Path(settings.RYSH_RECIPES_REPO) / recipe.good.path
     return RecipeSource(
         kind=kind,
         name=name,
@@ -135,12 +134,15 @@ def _from_catalogue(kind: str, name: str) -> RecipeSource | None:
         recipe=recipe,
         version=recipe.good,
         notes=notes,
-        script=script_beside(worktree) or script_beside(_demo_copy(recipe.good.path)),
+        script=script_of(recipe.good.path),
     )
 
 
-def _demo_copy(relative: str) -> Path:
-    return Path(settings.BASE_DIR) / "demo" / "recipes" / relative
+def script_of(relative: str) -> Path | None:
+    """The offline script of a file of the recipes repository (`<name>.script.yaml` beside it:
+    agents.providers), in the repository's working tree or the demo's own copy."""
+    demo_copy = Path(settings.BASE_DIR) / "demo" / "recipes" / relative
+    return script_beside(Path(settings.RYSH_RECIPES_REPO) / relative) or script_beside(demo_copy)
 
 
 @dataclass
