@@ -9,6 +9,7 @@ from urllib.parse import urljoin, urlsplit
 
 from django.conf import settings
 
+from agents.agent_tools import AgentTools
 from agents.browser import BrowserTools
 from agents.coding_tools import CodingTools
 from agents.mcp_client import McpTools
@@ -42,6 +43,7 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
             tools = TaskTools(output_dir, spec.allowed_domains)
         if spec.mcp:
             tools = mcp_tools(run, spec, tools)
+        tools = agent_tools(run, spec, tools)
     workdir = getattr(tools, "start", None)  # a coding run's folder in its copy
     return Armed(
         spec=spec,
@@ -52,6 +54,17 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
         system=system_prompt(spec, run.output_dir, workdir=workdir),
         workdir=None if workdir is None else str(workdir),
     )
+
+
+def agent_tools(run: Run, spec: RecipeSpec, inner: ToolsPort) -> AgentTools:
+    """Every run's `todo` (its plan, shown on the run page) and, for task and coding runs,
+    `sub_agent` (docs/agent-tools.md); the engine attaches what runs a sub-agent."""
+
+    def todo_saved(items: list[dict]) -> None:
+        done = sum(1 for item in items if item["status"] == "done")
+        events.record(run, EventKind.TODO, f"plan: {done} of {len(items)} done", items=items)
+
+    return AgentTools(inner, todo_saved=todo_saved, sub_agents=spec.kind != Kind.WEB)
 
 
 def start_url(run: Run, spec: RecipeSpec) -> str | None:
