@@ -134,7 +134,7 @@ def _go(log: str, summary: Summary) -> bool:
     for k, line in enumerate(lines):
         match = GO_RESULT.match(line)
         if match and match.group(1) == "FAIL":
-            said = [x.strip() for x in _indented_after(lines, k)]
+            said = [x.strip() for x in _indented_after(lines, k) or _logged_before(lines, k)]
             summary.failures.append(Failure(match.group(2), [_cut(x) for x in said[:FAILURE_LINES]]))
     summary.failures += [Failure(f"{package} ({why})") for package, why in broken]
     return True
@@ -149,6 +149,16 @@ def _indented_after(lines: list[str], k: int) -> list[str]:
             break
         said.append(line)
     return said
+
+
+def _logged_before(lines: list[str], k: int) -> list[str]:
+    """What a test logged above its `--- FAIL:` line (go 1.14 on prints it as it comes)."""
+    said = []
+    for line in reversed(lines[:k]):
+        if line.startswith(("=== ", "--- ")) or not line.startswith((" ", "\t")):
+            break
+        said.append(line)
+    return said[::-1]
 
 
 def _unittest(log: str, summary: Summary) -> bool:
@@ -171,9 +181,12 @@ def _unittest(log: str, summary: Summary) -> bool:
     for block in blocks:
         head = UNITTEST_HEAD.search(block)
         if head:
+            block = block[: ran.start()] if (ran := UNITTEST_RAN.search(block)) else block
             body = [line for line in block[head.end() :].splitlines() if line.strip() and not set(line) <= {"-"}]
             wanted = body[-FAILURE_LINES:]
-            summary.failures.append(Failure(f"{head.group(3)}.{head.group(2)}", [_cut(x) for x in wanted]))
+            where, name = head.group(3), head.group(2)
+            test_id = where if where.endswith(f".{name}") else f"{where}.{name}"  # 3.11 names it whole
+            summary.failures.append(Failure(test_id, [_cut(x) for x in wanted]))
     return True
 
 
