@@ -19,7 +19,7 @@ from budgets.guard import MESSAGE_OVERHEAD, MIN_USEFUL_OUTPUT, REQUEST_OVERHEAD
 # budget below this could not buy one call, and is refused rather than started to fail
 MIN_SUB_BUDGET = REQUEST_OVERHEAD + 2 * MIN_USEFUL_OUTPUT + 1024
 # the most characters of a sub-agent's final answer that come back to its caller
-ANSWER_CHARS = 8000
+ANSWER_CHARS = 4000
 
 
 class CarveRefused(Exception):

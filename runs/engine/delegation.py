@@ -154,6 +154,7 @@ class SubAgent:
         self.talk = Talk([{"role": "user", "content": [{"type": "text", "text": request.task}]}])
         self.last: LastCall | None = None
         self.steps = self.spent = 0
+        self.budget = level.purse.left  # carved: its own and its sub-agents' spend stays within
 
     def run(self) -> ToolResult:
         ctx = self.parent.ctx
@@ -287,6 +288,7 @@ class SubAgent:
             depth=self.request.depth,
             parent_step=parent.number if parent else None,
             ended=ended,
+            budget=self.budget,
             tokens=self.spent,
         )
 
