@@ -150,6 +150,10 @@ class AgentTools:
         if name == "sub_agent" and self.offers_sub_agent:
             request = delegation_of(arguments, [s["name"] for s in self.specs()], depth=self.depth + 1)
             return request if isinstance(request, ToolResult) else self.delegate(request)
+        if name == "sub_agent" and self.sub_agents is False and self.depth >= MAX_DEPTH:
+            return ToolResult(f"unknown tool 'sub_agent': a sub-agent at depth {self.depth} cannot start one", True)
+        if name in ("todo", "sub_agent"):
+            return ToolResult(f"unknown tool {name!r}: it is not offered to this agent", is_error=True)
         if self.only is not None and name not in self.only:
             return ToolResult(f"unknown tool {name!r}: this agent has {', '.join(sorted(self.only))}", is_error=True)
         return self.inner.call(name, arguments)
