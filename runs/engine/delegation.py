@@ -159,12 +159,15 @@ class SubAgent:
     def run(self) -> ToolResult:
         ctx = self.parent.ctx
         self._event(f"{self.level.label} started (depth {self.request.depth}): {self.level.purse.left:,} tokens")
+        room_chars = self.tools.room_chars  # the caller's, given back for its other tool calls
         try:
             answer = self._steps(ctx)
         except QuotaStop as stop:
             answer = ToolResult(f"stopped: a spend quota has no room for its next call ({stop})", is_error=True)
         except QuotaRefused as refused:
             answer = ToolResult(f"stopped: a spend quota has no room for its next call ({refused})", is_error=True)
+        finally:
+            self.tools.room_chars = room_chars
         tally = f"[{self.level.label}: {self.steps} step(s), {self.spent:,} tokens]"
         self._event(f"{self.level.label} ended: {self.steps} step(s), {self.spent:,} tokens", ended=True)
         return ToolResult(f"{self.level.label}: {answer.content}\n{tally}", is_error=answer.is_error)
