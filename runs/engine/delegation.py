@@ -123,7 +123,10 @@ class SubAgents:
         """The run agent's delegate, when its tools port offers sub_agent (task and code runs)."""
         if not isinstance(tools, AgentTools) or not tools.sub_agents:
             return None
-        tools.delegate = Delegator(self, Level(Purse(0), depth=0, label=""))
+        # a continued run goes on numbering its sub-agents where the last worker left off
+        started = Step.objects.filter(run_pass__run=self.run).exclude(agent="").exclude(agent__contains=".")
+        named = started.values("agent").distinct().count()
+        tools.delegate = Delegator(self, Level(Purse(0), depth=0, label="", named=named))
         return tools.delegate
 
 

@@ -212,3 +212,24 @@ def test_todo_is_shown_on_the_run_page_and_in_its_live_fragment(fake_anthropic, 
         plan = html.split('id="run-agents"')[1].split("</section>")[0]
         assert plan.count("<li") == 3 and "Count &lt;the&gt; files" in plan
         assert 'class="todo-done"' in plan and 'class="todo-in_progress"' in plan
+
+
+def test_sub_agent_calls_of_one_reply_past_the_parallel_limit_are_refused_with_the_numbers(
+    fake_anthropic, start, settings
+):
+    settings.RYSH_SUBAGENTS_PARALLEL = 2
+    calls = [{"name": "sub_agent", "input": {"task": f"Part {n}.", "budget": 10_000}} for n in range(1, 5)]
+    script = Script(
+        fake_anthropic,
+        parent=[{"text": "Four at once.", "tool_calls": calls}, {"text": "Done."}],
+        subs={f"Part {n}.": [{"text": f"part {n} done"}] for n in range(1, 5)},
+    )
+    run = start()
+    assert run.cause == "done"
+    answers = [text_of(r) for r in results_of(script.of(None)[1])]
+    assert answers[0].startswith("sub-1: part 1 done") and answers[1].startswith("sub-2: part 2 done")
+    for number, refused in ((3, answers[2]), (4, answers[3])):
+        assert f"asked for sub-agent number {number}; at most 2 run at once" in refused
+    assert script.of("Part 3.") == [] and script.of("Part 4.") == []
+    agents = Step.objects.filter(run_pass__run=run).exclude(agent="").values_list("agent", flat=True)
+    assert sorted(agents) == ["sub-1", "sub-2"]
