@@ -18,9 +18,10 @@ from typing import Any
 from agents.file_tools import FILE_TOOLS, FileTools
 from agents.forked import Child
 from agents.ports import GateOutcome, ToolResult
-from agents.sandbox import Sandbox, SandboxUnavailable
+from agents.sandbox import CommandResult, Sandbox, SandboxUnavailable
 from agents.shell_commands import command_subjects
 from agents.task_tools import ResultsTools
+from agents.test_run import TEST_RUN_TOOL, test_run, test_run_command
 from budgets.guard import cut_marker
 
 log = logging.getLogger(__name__)
@@ -97,13 +98,13 @@ class CodingTools:
         self.files.room_chars = chars
 
     def specs(self) -> list[dict[str, Any]]:
-        return [BASH_TOOL, *FILE_TOOLS, *self.results.specs()]
+        return [BASH_TOOL, *FILE_TOOLS, TEST_RUN_TOOL, *self.results.specs()]
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         result = self._call(name, arguments)
         if self.measure is not None:
             # a failed edit or write changed nothing; a failed command may have
-            self.measure(due=name == "bash" or (name in WRITERS and not result.is_error))
+            self.measure(due=name in ("bash", "test_run") or (name in WRITERS and not result.is_error))
         return result
 
     def _call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
@@ -111,6 +112,8 @@ class CodingTools:
             return ToolResult(f"{name}: arguments must be an object", is_error=True)
         if name == "bash":
             return self._bash(arguments.get("command"), arguments.get("timeout"))
+        if name == "test_run":
+            return test_run(self, arguments)
         if name in SEARCHES:
             return self._search(name, arguments)
         if name in FILE_TOOL_NAMES:
@@ -137,34 +140,52 @@ class CodingTools:
                 return ToolResult(f"{name}: stopped: the search process died", is_error=True)
 
     def _bash(self, command: object, timeout: object) -> ToolResult:
-        if not isinstance(command, str) or not command.strip():
-            return ToolResult("bash: command must be a non-empty text", is_error=True)
-        seconds = self.command_timeout
-        if timeout is not None:
-            if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-                return ToolResult("bash: timeout must be a positive number of seconds", is_error=True)
-            seconds = min(seconds, float(timeout))
-        if self.deadline is not None:
-            left = self.deadline - time.monotonic()
-            if left < 1:
-                return ToolResult("bash: not run: this leg's time is up", is_error=True)
-            seconds = min(seconds, left)
-        try:
-            outcome = self.sandbox.run(command, cwd=self.start, timeout=seconds, cancelled=self.cancelled)
-        except SandboxUnavailable as exc:
-            return ToolResult(f"bash: the sandbox cannot start, so the command was not run: {exc}", is_error=True)
+        outcome = self.run_command("bash", command, timeout)
+        if isinstance(outcome, ToolResult):
+            return outcome
         text = outcome.text()
         if self.room_chars is not None and len(text) > self.room_chars:
             text = text[: self.room_chars] + "\n" + cut_marker(len(text), self.room_chars)
         return ToolResult(text, is_error=outcome.killed is not None)
 
+    def run_command(self, tool: str, command: object, timeout: object) -> CommandResult | ToolResult:
+        """A command of the agent's (`bash`, `test_run`) in the sandbox, in the workdir, with the
+        command timeout (or less: the `timeout` asked, the leg's clock); a ToolResult saying why
+        when it cannot run."""
+        if not isinstance(command, str) or not command.strip():
+            return ToolResult(f"{tool}: command must be a non-empty text", is_error=True)
+        seconds = self.command_timeout
+        if timeout is not None:
+            if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+                return ToolResult(f"{tool}: timeout must be a positive number of seconds", is_error=True)
+            seconds = min(seconds, float(timeout))
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left < 1:
+                return ToolResult(f"{tool}: not run: this leg's time is up", is_error=True)
+            seconds = min(seconds, left)
+        try:
+            return self.sandbox.run(command, cwd=self.start, timeout=seconds, cancelled=self.cancelled)
+        except SandboxUnavailable as exc:
+            return ToolResult(f"{tool}: the sandbox cannot start, so the command was not run: {exc}", is_error=True)
+        except ValueError as exc:  # the agent removed its workdir
+            return ToolResult(f"{tool}: not run: {exc}", is_error=True)
+
     # -- approvals: `approve: [bash]` or `bash(git push:*)` --------------------------------
 
     def approval_subjects(self, name: str, arguments: dict) -> list[str]:
+        if name == "test_run":
+            command = test_run_command(self, arguments)
+            return command_subjects(command) if isinstance(command, str) else []
         if name != "bash":
             return [v for v in arguments.values() if isinstance(v, str)]
         command = arguments.get("command")
         return command_subjects(command) if isinstance(command, str) else []
+
+    def approval_equivalents(self, name: str, arguments: dict) -> list[tuple[str, list[str]]]:
+        """A test_run is a command like bash's: `approve: [bash]` or `bash(<prefix>:*)` hold it too."""
+        subjects = self.approval_subjects(name, arguments)
+        return [(name, subjects), ("bash", subjects)] if name == "test_run" else [(name, subjects)]
 
     # -- the engine's optional hooks ---------------------------------------------------------
 

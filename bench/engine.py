@@ -1,6 +1,6 @@
 """Benchmark the do/while engine: `python -m bench.engine [--quick] [--seed N] [--profile]`.
 
-Four measurements, side by side in one run, printed as ratios (nothing is asserted on time):
+Five measurements, side by side in one run, printed as ratios (nothing is asserted on time):
 
 (a) overhead per step: one N-step tool-use conversation (N `list_results` calls, then a
     final text) against FakeAnthropic (a real HTTP Messages server on loopback), driven by
@@ -19,6 +19,8 @@ Four measurements, side by side in one run, printed as ratios (nothing is assert
 (c) token overshoot: 1,000 random jobs (seeded) on FakeModel(adversarial=True), which spends
     the most any call could; tokens counted past any leg allotment, the judge's bound, the
     job's outer total or its worst case are summed into overshoot_tokens (expected 0).
+(e) sub-agents under the parent's ceiling: (c)'s jobs delegating to sub-agents (bench.delegation):
+    tokens past the parents' ceilings (expected 0), beside rysh's independent bound.
 (d) what a step writes: one pass of 300 steps whose tool returns 20 KB every step (a stub
     model in process). stmts_per_step = SQL statements from the first call to the last, per
     step (BEGIN and COMMIT included); bytes_growth = bytes step 300 writes / bytes step 10
@@ -53,6 +55,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
+
+from bench.delegation import bench_delegation
+from bench.delegation import report as delegation_report
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_KEY = "sk-ant-fake-key"
@@ -1024,10 +1029,14 @@ def main(argv: list[str] | None = None) -> int:
         d = bench_storage(env, STORAGE_STEPS)
         print(f"(c) overshoot: {jobs} random jobs ...", flush=True)
         c = bench_overshoot(env, jobs, args.seed)
+        print(f"(e) sub-agents: {jobs} random delegating jobs ...", flush=True)
+        e = bench_delegation(env, jobs, args.seed)
         print(f"(b) concurrency: 20 runs x {tool_steps + 1} calls on a qcluster ...", flush=True)
         b = bench_concurrency(env, 20, tool_steps, 1.0)
         print()
-        print("\n".join(report(a, b, c, d, time.perf_counter() - started)))
+        lines = report(a, b, c, d, time.perf_counter() - started)
+        lines[-1:-1] = [*delegation_report(e), ""]  # (e) beside (c); the last line stays as it was
+        print("\n".join(lines))
     finally:
         env.cleanup()
     return 0

@@ -85,6 +85,7 @@ class Ledger:
         bound: int,
         message_count: int,
         applying: list | None = None,
+        **marks,
     ) -> Step:
         """Before a call: its pending step and its holds on the quotas that apply, committed
         together before the call is made; spend.quotas.QuotaRefused when a quota has no room
@@ -99,6 +100,7 @@ class Ledger:
             max_tokens=max_tokens,
             reserved_tokens=bound + max_tokens,
             message_count=message_count,
+            **marks,  # a sub-agent's step: which one, and the step that started it
         )
         with transaction.atomic() if applying else nullcontext():  # one INSERT when no quota applies
             step.save(force_insert=True)
@@ -116,7 +118,7 @@ class Ledger:
         entry = self._entry(step, usage, estimated=False)
         quotas.settle(step, tokens=usage.counted, cost=entry.cost)
         self._add_to_run(usage, counted=usage.counted, seconds=clock_seconds, model=step.model, quotas_now=True)
-        if step.leg != Phase.JUDGING:
+        if step.leg != Phase.JUDGING and not step.agent:  # a sub-agent's call is of its own conversation
             self._last = (step.run_pass_id, LastCall(context=usage.context, message_count=step.message_count))
             if self._count and self._count[1].message_count <= step.message_count:
                 self._count = None  # the call's own usage is exact and newer than that count
@@ -261,7 +263,7 @@ def _keep_step_number(step: Step) -> None:
 
 def _last_settled_call(run_pass: Pass) -> LastCall | None:
     last = (
-        run_pass.steps.filter(status=StepStatus.DONE)
+        run_pass.steps.filter(status=StepStatus.DONE, agent="")
         .exclude(leg=Phase.JUDGING)
         .exclude(stop_reason="error")
         .order_by("-number")

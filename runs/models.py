@@ -325,6 +325,10 @@ class Step(models.Model):
     page_url = models.CharField(max_length=2000, blank=True)
     page_title = models.CharField(max_length=300, blank=True)
     screenshot = models.CharField(max_length=300, blank=True)
+    # a sub-agent's step (docs/agent-tools.md): which one ("sub-1", a nested "sub-1.2") and the
+    # run's step whose sub_agent call started it; "" and None for the run's own agent
+    agent = models.CharField(max_length=40, blank=True, default="")
+    parent_step = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

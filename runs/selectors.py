@@ -9,7 +9,7 @@ from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Case, CharField, Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models import Case, CharField, Count, F, Min, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
 from django.db.models.functions import Concat, Trunc, TruncDate
 from django.utils import timezone
 from django.utils.timesince import timesince
@@ -247,6 +247,35 @@ def run_steps_recent(run: Run, *, limit: int) -> list[Step]:
         .order_by("-run_pass__number", "-number")[:limit]
     )
     return list(steps)[::-1]
+
+
+def run_todo(run: Run) -> list[dict]:
+    """The agent's plan as its todo tool last wrote it (docs/agent-tools.md): [{text, status}]."""
+    data = RunEvent.objects.filter(run=run, kind=EventKind.TODO).order_by("-id").values_list("data", flat=True).first()
+    return list((data or {}).get("items") or [])
+
+
+def run_sub_agents(run: Run) -> list[dict]:
+    """Each sub-agent of the run as a child of the step that started it: its steps, its tokens
+    (counted once, in the ledger like every step's) and its money."""
+    rows = (
+        Step.objects.filter(run_pass__run=run)
+        .exclude(agent="")
+        .values("agent", "run_pass__number", "parent_step__number")
+        .annotate(steps=Count("id"), tokens=Sum("counted_tokens"), cost=Sum("ledger_entry__cost"), first=Min("id"))
+        .order_by("first")
+    )
+    return [
+        {
+            "agent": row["agent"],
+            "pass_number": row["run_pass__number"],
+            "parent_step": row["parent_step__number"],
+            "steps": row["steps"],
+            "tokens": row["tokens"] or 0,
+            "cost": row["cost"],
+        }
+        for row in rows
+    ]
 
 
 def run_events_recent(run: Run, *, limit: int) -> list[RunEvent]:

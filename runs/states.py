@@ -83,6 +83,8 @@ class EventKind(models.TextChoices):
     FINISHED = "finished"
     VIDEO = "video"  # a web run's video was saved
     NOTE = "note"
+    TODO = "todo"  # the agent's plan as its todo tool last wrote it (docs/agent-tools.md)
+    SUB_AGENT = "sub-agent"  # a sub-agent started or ended
 
 
 ACTIVE_STATES = (RunState.QUEUED, RunState.RUNNING, RunState.PAUSED, RunState.AWAITING_APPROVAL)

@@ -9,6 +9,7 @@ from urllib.parse import urljoin, urlsplit
 
 from django.conf import settings
 
+from agents.agent_tools import AgentTools
 from agents.browser import BrowserTools
 from agents.coding_tools import CodingTools
 from agents.declared_tools import DeclaredTools
@@ -54,8 +55,12 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
         if spec.mcp:
             tools = mcp_tools(run, spec, tools)
         if run.package_version_id is not None and run.package_version.info.get("type") == "agent":
-            # an agent package's run: only the coding tools it declares (docs/packages.md)
-            tools = DeclaredTools(tools, hidden=undeclared_coding_tools(run.package_version.info.get("tools", [])))
+            # an agent package's run: only the tools it declares (docs/packages.md)
+            declared = run.package_version.info.get("tools", [])
+            tools = DeclaredTools(tools, hidden=undeclared_coding_tools(declared))
+            tools = agent_tools(run, spec, tools, sub_agents="sub_agent" in declared)
+        else:
+            tools = agent_tools(run, spec, tools)
     workdir = getattr(tools, "start", None)  # a coding run's folder in its copy
     return Armed(
         spec=spec,
@@ -67,6 +72,18 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
         workdir=None if workdir is None else str(workdir),
         policy=policy,
     )
+
+
+def agent_tools(run: Run, spec: RecipeSpec, inner: ToolsPort, *, sub_agents: bool = True) -> AgentTools:
+    """Every run's `todo` (its plan, shown on the run page) and, for task and coding runs,
+    `sub_agent` (docs/agent-tools.md; an agent package's only when it declares it); the engine
+    attaches what runs a sub-agent."""
+
+    def todo_saved(items: list[dict]) -> None:
+        done = sum(1 for item in items if item["status"] == "done")
+        events.record(run, EventKind.TODO, f"plan: {done} of {len(items)} done", items=items)
+
+    return AgentTools(inner, todo_saved=todo_saved, sub_agents=sub_agents and spec.kind != Kind.WEB)
 
 
 def start_url(run: Run, spec: RecipeSpec) -> str | None:

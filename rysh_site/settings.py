@@ -429,6 +429,8 @@ RYSH_WORKSPACE_KEEP_DAYS = envint("RYSH_WORKSPACE_KEEP_DAYS", 14, minimum=0)
 RYSH_SANDBOX = envchoice("RYSH_SANDBOX", "on", ("on", "off"))
 RYSH_SANDBOX_BWRAP = envstr("RYSH_SANDBOX_BWRAP", "bwrap")
 RYSH_COMMAND_TIMEOUT = envint("RYSH_COMMAND_TIMEOUT", 120, minimum=1)  # seconds a command may run
+# sub_agent calls of one reply that run (docs/agent-tools.md); the rest are refused with the numbers
+RYSH_SUBAGENTS_PARALLEL = envint("RYSH_SUBAGENTS_PARALLEL", 3, minimum=1)
 # a command's memory: its processes and its files in /tmp and /dev/shm together (a memory cgroup
 # where the worker can make one), and each process's address space
 RYSH_SANDBOX_MEMORY_MB = envint("RYSH_SANDBOX_MEMORY_MB", 4096, minimum=64)

@@ -31,5 +31,5 @@ def known_tool(name: str) -> bool:
 
 
 def undeclared_coding_tools(declared: list[str] | tuple[str, ...]) -> frozenset[str]:
-    """The coding tools an agent did not declare: a run of it is not offered them."""
-    return frozenset(CODING_TOOLS) - set(declared)
+    """The coding tools (test_run among them) an agent did not declare: a run of it is not offered them."""
+    return frozenset((*CODING_TOOLS, "test_run")) - set(declared)

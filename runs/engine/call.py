@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from agents.ports import ModelCancelled, ModelError, ModelPort, ModelReply, ModelRequest, Usage
@@ -134,6 +134,7 @@ class StepReservation:
     message_count: int
     none_known: bool = False  # no quota existed at the last settle: none is read again
     wait_refused: bool = False
+    marks: dict = field(default_factory=dict)  # onto the step: a sub-agent's (runs.engine.delegation)
 
     def take(self, bound: int, max_tokens: int, recount: Callable[[], int] | None) -> Held:
         while True:
@@ -147,6 +148,7 @@ class StepReservation:
                     bound=bound,
                     message_count=self.message_count,
                     applying=applying,
+                    **self.marks,
                 )
                 break
             except quotas.QuotaRefused as refused:

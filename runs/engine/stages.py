@@ -34,6 +34,7 @@ from budgets.guard import DEFAULT_MAX_OUTPUT, MIN_USEFUL_OUTPUT, REQUEST_OVERHEA
 from runs.conversation import Conversation
 from runs.engine.context import Armed, LoopContext, StepContext
 from runs.engine.controls import ApprovalGate, Controls
+from runs.engine.delegation import SubAgents
 from runs.engine.fit_results import ResultFitter
 from runs.engine.judge import Judge
 from runs.engine.outcome import Finish, Interrupted, Outcome, Pause, outcome_write
@@ -110,6 +111,7 @@ def loop_context(run: Run, armed: Armed, *, pause, finish) -> LoopContext:
         tools=ToolRunner(run, armed, controls, ApprovalGate(run, armed, controls)),
         pause=pause,
     )
+    call.delegation = SubAgents(run, armed, ledger, controls).attach(armed.tools)
     judge = Judge(
         run,
         armed,

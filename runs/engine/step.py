@@ -58,6 +58,7 @@ class Call:
         self.fitter = fitter
         self.tools = tools
         self._pause = pause  # the engine's: the run pauses, this worker lets the run go
+        self.delegation = None  # the run agent's sub-agents (runs.engine.delegation), when it may start any
 
     def make(self, ctx: StepContext, tokens_left: int) -> tuple[ModelReply, int] | None:
         """The step, with the largest max_tokens the leg's `tokens_left` and the quotas allow:
@@ -93,7 +94,7 @@ class Call:
             )
         except ModelCancelled:
             self._pause(PauseReason.CANCELLED)
-        reply = self._after_call(ctx, called, reservation)
+        reply = self._after_call(ctx, called, reservation, tokens_left)
         return reply, called.held.max_tokens
 
     def _counted_bound(self, ctx: StepContext, bound: int) -> int:
@@ -130,9 +131,13 @@ class Call:
             effort=leg_effort(model, self.armed.spec, ctx.leg),
         )
 
-    def _after_call(self, ctx: StepContext, called: Called, reservation: StepReservation) -> ModelReply:
+    def _after_call(
+        self, ctx: StepContext, called: Called, reservation: StepReservation, tokens_left: int
+    ) -> ModelReply:
         """The tools the reply asks for, their results fitted, and the step settled."""
         reply, step, started = called.reply, called.held.hold, called.started
+        if self.delegation is not None and reply.tool_calls:  # what a sub-agent may be given: the leg's rest
+            self.delegation.reply_started(ctx, step, reply, left=tokens_left - reply.usage.counted)
         self.fitter.offer_room(ctx, reply)
         if reply.tool_calls:  # a worker lost while they run leaves them here, for the next one to tell
             Step.objects.filter(pk=step.pk).update(tool_calls=reply.tool_calls)

@@ -107,6 +107,8 @@ def run_context(run: Run, can: frozenset[str]) -> dict:
         "files": selectors.run_result_files(run),
         "report": _report_html(run),
         "events": selectors.run_events_recent(run, limit=EVENT_LIMIT),
+        "todo": selectors.run_todo(run),  # the agent's plan (docs/agent-tools.md)
+        "sub_agents": selectors.run_sub_agents(run),
         "pruned": selectors.run_pruned(run) if run.is_finished else {},  # what retention removed
         "audit": audit_for_run(run.pk),  # who did what to this run (runs/run_detail/_audit.html)
         "can_read_audit": "audit" in can,

@@ -67,11 +67,12 @@ ADDED = {
     "automations_recipeschedule": ("owner_id",),
     "automations_run": ("snapshots_pruned_at", "forked_from_id", "fork_pass", "package_version_id", "chain_parent_id"),
     "automations_pass": ("snapshot_at", "gate_status"),
+    "automations_step": ("parent_step_id",),
     "budgets_ledgerentry": ("rejudge_id",),
 }
 # columns added since with a default: the default on every old row
 DEFAULTED = {
-    "automations_step": {"thinking_blocks": 0, "thinking": ""},
+    "automations_step": {"thinking_blocks": 0, "thinking": "", "agent": ""},
     "automations_run": {
         "trace_context": "{}",
         "fork_redo": 0,
