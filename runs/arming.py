@@ -13,7 +13,7 @@ from typing import Any
 from budgets.efforts import EFFORTS
 from budgets.plan import Plan, resolve
 from budgets.units import format_tokens, parse_duration, parse_tokens
-from catalogue.recipe import normal_workdir, parse_recipe, render
+from catalogue.recipe import URL_RE, normal_workdir, parse_recipe, render
 from catalogue.spec import RecipeSpec
 
 
@@ -198,6 +198,20 @@ def previewed_workdir(spec: RecipeSpec) -> str | None:
     if spec.workdir is None:
         return None
     return COPY_PREVIEW if spec.workdir == "." else f"{COPY_PREVIEW}/{spec.workdir}"
+
+
+def start_page(spec: RecipeSpec, args: list[str], output_dir: str) -> str | None:
+    """A web recipe's `url:` with its placeholders filled by the run's arguments (rysh writes
+    `url: "{{start_url}}"`); ValueError when what they make is not a web address."""
+    if not spec.url:
+        return None
+    url = render(spec.url, spec=spec, args=args, output_dir=output_dir).strip()
+    if not URL_RE.match(url):
+        raise ValueError(
+            f"url: {spec.url!r} filled with the run's arguments is {url!r}: expected a web address starting "
+            "with http:// or https:// (or a path on this dashboard, starting with /)"
+        )
+    return url
 
 
 def first_message(spec: RecipeSpec, args: list[str], output_dir: str, *, workdir: str | None = None) -> str:

@@ -35,7 +35,15 @@ from policies.ceilings import lower_plan
 from policies.rules import Merged
 from policies.selectors import PolicyBroken, policy_for_run
 from runs import approvals, events
-from runs.arming import WORKDIR_OVERRIDE, OverrideError, arm, first_message, plan_snapshot, previewed_workdir
+from runs.arming import (
+    WORKDIR_OVERRIDE,
+    OverrideError,
+    arm,
+    first_message,
+    plan_snapshot,
+    previewed_workdir,
+    start_page,
+)
 from runs.chains import chain_quota_lines, chain_quota_refusal
 from runs.engine import finish_run
 from runs.ledger import settle_pending_steps
@@ -262,6 +270,11 @@ def run_start(
     if len(args) < len(spec.args):
         missing = ", ".join(spec.args[len(args) :])
         raise RunRefused(f"{spec.target} needs {len(spec.args)} argument(s): {' '.join(spec.args)}; missing: {missing}")
+    if spec.kind == Kind.WEB:
+        try:
+            start_page(spec, args, str(output_dir))
+        except ValueError as exc:
+            raise RunRefused(f"{spec.target}: {exc}") from None
     if spec.kind == Kind.WEB and settings.RYSH_CHROMIUM and not Path(settings.RYSH_CHROMIUM).exists():
         raise RunRefused(
             f"RYSH_CHROMIUM is {settings.RYSH_CHROMIUM}, which does not exist; install "
@@ -487,6 +500,11 @@ def _lineage(fork: ForkStart | None) -> dict:
     return {"forked_from": fork.parent, "fork_pass": fork.from_pass, "fork_redo": fork.redo, "fork_edits": fork.edits}
 
 
+def _start_page_said(spec, args, output_dir) -> str:
+    url = start_page(spec, args, output_dir)  # the start refused what is not a web address
+    return site_url(url) if url else "(blank)"
+
+
 def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, user=None, copy=None) -> list[str]:
     lines = [f"dry run: {spec.target}  (nothing is changed)"]
     lines += [f"  note: {n}" for n in source.notes]
@@ -502,7 +520,7 @@ def _dry_run_lines(spec, plan, source, args, output_dir, executor, judge, *, use
     lines += chain_quota_lines(spec, user_id=user_id)
     if spec.kind == Kind.WEB:
         lines += [
-            f"browser: profile {spec.web_profile}, start page {site_url(spec.url) if spec.url else '(blank)'}, "
+            f"browser: profile {spec.web_profile}, start page {_start_page_said(spec, args, output_dir)}, "
             f"reads pages as {spec.web_read}"
             + (f", only {', '.join(spec.allowed_domains)}" if spec.allowed_domains else "")
             + (", video kept" if spec.record else "")

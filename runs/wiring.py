@@ -24,7 +24,7 @@ from catalogue.spec import Kind, RecipeSpec
 from policies.ceilings import lower_plan
 from policies.rules import Merged
 from runs import events
-from runs.arming import arm, system_prompt
+from runs.arming import arm, start_page, system_prompt
 from runs.engine import Armed
 from runs.models import Run, Step
 from runs.states import Control, EventKind, cancel_asked, interrupted_text
@@ -98,7 +98,8 @@ def start_url(run: Run, spec: RecipeSpec) -> str | None:
     )
     if checkpoint and checkpoint.startswith(("http://", "https://")):
         return checkpoint
-    return site_url(spec.url) if spec.url else None
+    url = start_page(spec, list(run.args), run.output_dir)  # refused at the start when it is not one
+    return site_url(url) if url else None
 
 
 def site_url(url: str) -> str:

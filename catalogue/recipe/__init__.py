@@ -26,6 +26,7 @@ import pathlib
 from catalogue.recipe.fields import (
     HOMES,
     NAME_RE,
+    URL_RE,
     default_output_dir,
     foreign_output_dir,
     normal_workdir,
@@ -43,6 +44,7 @@ MAX_RECIPE_BYTES = 256 * 1024
 __all__ = [
     "MAX_RECIPE_BYTES",
     "NAME_RE",
+    "URL_RE",
     "RecipeError",
     "RecipeIssue",
     "fill_chain",

@@ -29,7 +29,7 @@ from catalogue.recipe.loop_fields import (
     refuse_pinned_efforts,
 )
 from catalogue.recipe.notify_fields import NAME_EXPECTED, NAME_RE, NOTIFY_MAPPING_KEYS, notify_warnings, read_notify
-from catalogue.recipe.placeholders import BUILTIN_PLACEHOLDERS
+from catalogue.recipe.placeholders import BUILTIN_PLACEHOLDERS, placeholders
 from catalogue.recipe.reader import BAD, NULL_TAG, Reader
 from catalogue.spec import FOLDER_WORDS, FOLDERS, KINDS, Kind, McpUse
 
@@ -87,7 +87,7 @@ HOMES = {
 _ARG_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HOST_RE = re.compile(r"(\*\.)?(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*\Z", re.IGNORECASE)
 # a web address, or a path on this dashboard's own site (RYSH_SITE_URL), such as /demo-site/
-_URL_RE = re.compile(r"(https?://\S+|/(?!/)\S*)\Z", re.IGNORECASE)
+URL_RE = re.compile(r"(https?://\S+|/(?!/)\S*)\Z", re.IGNORECASE)
 _CRON_FIELD_RE = re.compile(r"[0-9A-Za-z*/,\-]+\Z")
 _SCHEDULE_MACROS = ("@hourly", "@daily", "@weekly", "@monthly")
 _SCHEDULE_EXPECTED = 'off, @hourly, @daily, @weekly, @monthly, "@every <duration>" or 5 cron fields such as "0 7 * * *"'
@@ -123,11 +123,7 @@ def read_recipe(r: Reader, keys: dict, path: str, kind_arg: str | None, name_arg
             "web_profile": functools.partial(
                 r.matching, pattern=NAME_RE, what=f"a browser profile name ({_NAME_EXPECTED})"
             ),
-            "url": functools.partial(
-                r.matching,
-                pattern=_URL_RE,
-                what="a web address starting with http:// or https:// (or a path on this dashboard, starting with /)",
-            ),
+            "url": functools.partial(_read_url, r),
             "web_read": functools.partial(r.choice, options=("text", "screenshot")),
             "record": r.boolean,
             "args": functools.partial(_read_arg_names, r),
@@ -285,6 +281,20 @@ def _resolve_name(r: Reader, path: str, name_arg: str | None) -> str | None:
 
 
 # --- top-level fields -----------------------------------------------------------------------
+
+
+_URL_EXPECTED = "a web address starting with http:// or https:// (or a path on this dashboard, starting with /)"
+
+
+def _read_url(r: Reader, node, field) -> str | None:
+    """The start page: a web address, or one written with placeholders (rysh's `url:
+    "{{start_url}}"`), filled with the run's arguments and checked when a run starts."""
+    value = r.value(node, field)
+    if value is BAD:
+        return None
+    if isinstance(value, str) and placeholders(value) and value.strip() and not re.search(r"\s", value.strip()):
+        return value.strip()
+    return r.matching(node, field, pattern=URL_RE, what=_URL_EXPECTED)
 
 
 def _read_arg_names(r: Reader, node, field) -> tuple[str, ...] | None:
