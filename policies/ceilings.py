@@ -31,13 +31,14 @@ def lower_plan(plan: Plan, policy: Merged) -> tuple[Plan, list[str]]:
             shown = format_tokens(outer) if outer else "no limit"
             notes.append(f"policy ({policy.run.where}): run total lowered {shown} -> {format_tokens(cap)}")
             outer = cap
-    if per_pass == plan.per_pass.tokens and outer == plan.outer_tokens:
-        return plan, notes
+    if per_pass == plan.per_pass.tokens:  # the pass as the recipe split it; the run's total alone lowered
+        return (plan if outer == plan.outer_tokens else dataclasses.replace(plan, outer_tokens=outer)), notes
     ceiling = dataclasses.replace(plan.per_pass, tokens=per_pass)
-    split = split_pass(ceiling, plan.takeover_when, plan.split.takeover is not None)
+    wrapup = plan.split.takeover is not None
+    split = split_pass(ceiling, plan.takeover_when, wrapup, plan.split.floor)  # the recipe's own floor
     if split.worst.tokens > per_pass and split.takeover is not None:
         # the wrap-up leg's floor would take a pass past the policy's ceiling: no wrap-up then
-        split = split_pass(ceiling, plan.takeover_when, False)
+        split = split_pass(ceiling, plan.takeover_when, False, plan.split.floor)
         notes.append(
             "policy: the wrap-up leg is dropped: its floor would take a pass past the ceiling "
             f"of {format_tokens(per_pass)}"

@@ -1,12 +1,14 @@
 """Reading a policy file (docs/policy.md): every refusal names the file, line and field, an
 unknown key or a wrong type anywhere is an error; merging never loosens either side."""
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.shell_commands import command_subjects
-from budgets.plan import resolve
+from budgets.plan import Allotment, Floor, resolve
 from budgets.units import BOOK, PAGE
 from catalogue.recipe import RecipeError
 from catalogue.spec import DoSpec, WhileSpec
@@ -139,6 +141,22 @@ def test_ceilings_lower_the_plan_and_say_which_rule_did():
     ]
     same, none = lower_plan(plan, merge([parse_policy("budget:\n  ceilings:\n    pass: 9b\n")]))
     assert same == plan and none == []
+
+
+def test_a_run_ceiling_alone_keeps_the_recipes_wrap_up_and_its_floor():
+    # a 100p pass whose wrap-up share the floor raises past the pass, on purpose (docs/running-loops.md)
+    do = DoSpec(budget_size=100 * PAGE, takeover_prompt="save what exists")
+    plan = resolve(do, WhileSpec(max_iterations=2, until="done"))
+    assert plan.split.takeover is not None and plan.split.worst.tokens > plan.per_pass.tokens
+    lowered, notes = lower_plan(plan, merge([parse_policy("budget:\n  ceilings:\n    run: 1s\n")]))
+    assert lowered.split == plan.split and lowered.outer_tokens == 20 * BOOK
+    assert notes == ["policy (.rysh/policy.yaml:3 budget.ceilings.run): run total lowered no limit -> 1s"]
+    # a pass ceiling splits again with the recipe's own floor, not the built-in one
+    small = Floor(trigger=Allotment(10, 30, 5 * PAGE), raise_to=Allotment(20, 60, 20 * PAGE))
+    plan = resolve(dataclasses.replace(do, budget_size=3 * BOOK, floor=small), WhileSpec())
+    lowered, _ = lower_plan(plan, merge([parse_policy("budget:\n  ceilings:\n    pass: 1b\n")]))
+    assert lowered.split.floor == small and lowered.split.takeover is not None
+    assert lowered.split.worst.tokens <= BOOK
 
 
 # -- merging is never looser than either side ---------------------------------------------------
