@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from policies.selectors import policy_overview
+from reviews.selectors import change_requests_open_for_file
 from rysh_site.roles import user_can
 
 
@@ -21,5 +22,8 @@ def policy(request: HttpRequest) -> HttpResponse:
             "overview": overview,
             "lines": overview.merged.lines() if overview.merged else [],
             "can_admin": user_can(request.user, "admin"),
+            # the repository's file changes through review, like a recipe
+            "can_edit": user_can(request.user, "edit"),
+            "changes": change_requests_open_for_file(kind="policy", name="policy"),
         },
     )
