@@ -1,5 +1,6 @@
-"""The policy page (docs/policy.md): read-only — the merged policy every run obeys, its source
-files, and what the last sync found wrong with the repository's file."""
+"""The policy page (docs/policy.md): the merged policy every run obeys, its source files, what
+the last sync found wrong with the repository's file, and its open change requests (the file is
+edited through review: reviews/views/files.py)."""
 
 from __future__ import annotations
 

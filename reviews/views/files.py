@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from catalogue.package_selectors import package_get
 from catalogue.packages import MANIFEST_NAME, PACKAGES_DIR
+from catalogue.recipe import NAME_RE
 from catalogue.repo import RepoError
 from policies.review_checks import policy_change_facts, policy_text_check
 from policies.rules import REPO_POLICY
@@ -154,7 +155,7 @@ def file_validate(request: HttpRequest) -> HttpResponse:
     if request.POST.get("change", "").isdigit():  # a revision: the folder as the change found it
         base_sha = get_object_or_404(ChangeRequest, pk=int(request.POST["change"])).base_sha
     path = REPO_POLICY if kind == POLICY else request.POST.get("path", "")
-    if kind == PACKAGE and not path.startswith(f"{PACKAGES_DIR}/{name}/"):
+    if kind == PACKAGE and (not NAME_RE.match(name) or not path.startswith(f"{PACKAGES_DIR}/{name}/")):
         raise Http404("not a file of that package")
     context = _check(kind, name, path, request.POST.get("text", ""), base_sha=base_sha)
     return render(request, "reviews/editor/_validation.html", context)

@@ -234,3 +234,19 @@ def test_every_post_needs_its_csrf_token(packages_repo, people):
     assert not ChangeRequest.objects.exists()
     page = strict.get("/packages/test-fixer/edit/entry/").content.decode()
     assert 'name="csrfmiddlewaretoken"' in page
+
+
+def test_a_package_change_conflicting_with_a_push_is_not_merged_and_nothing_is_lost(packages_repo, people):
+    grace, linus = people
+    grace.post("/packages/test-fixer/edit/entry/", {"text": BETTER, "message": "Shorter"})
+    change = ChangeRequest.objects.get()
+    pushed = SKILL.replace("description: Fixes the defect a failing test exposes.", "description: Pushed meanwhile.")
+    head = packages_repo.commit("someone else's edit", {"SKILL.md": pushed})
+    page = linus.post(f"/changes/{change.pk}/approve/", {"head": change.head_sha}, follow=True).content.decode()
+    assert "Not merged: the merge conflicts." in page and f"<li><code>{SKILL_PATH}</code></li>" in page
+    change.refresh_from_db()
+    assert change.state == "conflict"
+    package = Package.objects.get(name="test-fixer")
+    assert package.latest.commit_sha == head and package.latest.entry_text == pushed
+    page = grace.get(f"/changes/{change.pk}/edit-file/").content.decode()
+    assert "Pushed meanwhile." in page  # what the branch has now, to bring into the revision
