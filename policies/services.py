@@ -8,6 +8,8 @@ from catalogue.models import RepoState
 from catalogue.repo import GitRepo, open_repo, redact
 from policies.models import PolicyVersion
 from policies.rules import REPO_POLICY, policy_issues
+from reviews.models import ChangeRequest
+from reviews.repo_files import POLICY, change_request_open_file
 
 
 def policy_sync(*, git: GitRepo, repo: str, branch: str, head: str) -> PolicyVersion:
@@ -34,3 +36,15 @@ def policy_catch_up() -> PolicyVersion | None:
         return None
     git = open_repo(settings.RYSH_RECIPES_REPO)
     return policy_sync(git=git, repo=repo, branch=branch, head=state.synced_sha)
+
+
+def policy_change_open(*, user, text: str, message: str = "") -> ChangeRequest:
+    """An edit of `.rysh/policy.yaml` (its creation when the tracked branch has none) on a review
+    branch: reviewed and merged like a recipe (docs/policy.md)."""
+    git = open_repo(settings.RYSH_RECIPES_REPO)
+    branch = settings.RYSH_RECIPES_BRANCH
+    git.refresh(branch)
+    create = git.read_file(git.head(branch), REPO_POLICY) is None
+    return change_request_open_file(
+        user=user, kind=POLICY, name="policy", path=REPO_POLICY, text=text, message=message, create=create
+    )

@@ -33,6 +33,12 @@ def change_requests_open_for_recipe(*, kind: str, name: str) -> QuerySet[ChangeR
     )
 
 
+def change_requests_open_for_file(*, kind: str, name: str) -> QuerySet[ChangeRequest]:
+    """Open requests that change a package's files (kind "package", its folder's name) or the
+    policy file (kind "policy", name "policy")."""
+    return ChangeRequest.objects.filter(kind=kind, name=name, state__in=OPEN_STATES).select_related("author")
+
+
 def change_request_list(*, states: Iterable[str] | None) -> QuerySet[ChangeRequest]:
     """Newest first (the model's order), without the texts; `states` None means every state."""
     changes = ChangeRequest.objects.select_related("author").defer("base_text", "proposed_text")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reviews.views import editor, review
+from reviews.views import editor, files, review
 
 urlpatterns = [
     path("recipes/new/", editor.recipe_new, name="recipe_new"),
@@ -8,6 +8,9 @@ urlpatterns = [
     path("recipes/<str:kind>/<str:name>/edit/", editor.recipe_edit, name="recipe_edit"),
     path("recipes/<str:kind>/<str:name>/rename/", editor.recipe_rename, name="recipe_rename"),
     path("recipes/<str:kind>/<str:name>/delete/", editor.recipe_delete, name="recipe_delete"),
+    path("packages/<str:name>/edit/<str:which>/", files.package_file_edit, name="package_file_edit"),
+    path("changes/validate-file/", files.file_validate, name="file_validate"),
+    path("changes/<int:pk>/edit-file/", files.file_change_edit, name="file_change_edit"),
     path("changes/", review.change_list, name="change_list"),
     path("changes/<int:pk>/", review.change_detail, name="change_detail"),
     path("changes/<int:pk>/edit/", editor.change_edit, name="change_edit"),

@@ -13,6 +13,7 @@ from catalogue.markdown import render_markdown
 from catalogue.package_selectors import package_get, package_list, package_row
 from catalogue.packages import MANIFEST_NAME
 from catalogue.recipe.reader import split_frontmatter
+from reviews.selectors import change_requests_open_for_file
 from reviews.services import text_diff
 from runs.packages import package_run_start
 from runs.selectors import package_runs_recent
@@ -58,6 +59,8 @@ def _detail(request, package, form, status: int = 200) -> HttpResponse:
         "form": form,
         "can_run": user_can(request.user, "operate") and row.runnable,
         "runs": package_runs_recent(package=package),
+        "can_edit": user_can(request.user, "edit"),  # its files change through review (docs/packages.md)
+        "changes": change_requests_open_for_file(kind="package", name=package.name),
         **_newest_change(package),
     }
     return render(request, "catalogue/package_detail.html", context, status=status)

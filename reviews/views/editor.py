@@ -22,6 +22,7 @@ from catalogue.repo import RepoError
 from catalogue.spec import FOLDERS, Kind
 from catalogue.views import _get_recipe_for_user
 from reviews.models import ChangeAction, ChangeRequest, ChangeState
+from reviews.repo_files import is_repo_file
 from reviews.selectors import change_request_theirs, recipe_text_check
 from reviews.services import (
     ReviewError,
@@ -197,6 +198,8 @@ def change_edit(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("change_detail", pk=pk)
     if "/evals/" in change.new_path:  # an eval case's file: its own editor (docs/evals.md)
         return redirect("case_change_edit", pk=pk)
+    if is_repo_file(change):  # a package's or the policy's file: read by its own reader
+        return redirect("file_change_edit", pk=pk)
     text, message, error = change.proposed_text, "", ""
     if request.method == "POST":
         text, message = request.POST.get("text", ""), request.POST.get("message", "")

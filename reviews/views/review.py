@@ -31,6 +31,7 @@ from reviews.services import (
     plan_delta,
     text_diff,
 )
+from reviews.views.files import change_repo_file_context
 from runs.models import Rejudge
 from runs.outlook import schedule_outlook
 from runs.workbench.rejudge import (
@@ -73,8 +74,11 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     is_author = change.author_id == user.pk
     can_review = user_can(user, "review") and not is_author
     revised = user.pk in change_request_revisers(change)
-    evals = change_evals_context(request, change)  # the Evals panel (docs/evals.md), {} without cases
-    case_edit = evals.get("case_edit", False)  # a case file changed: no recipe, so no plan or cost delta
+    files = change_repo_file_context(change)  # a package's or the policy's file: its own facts
+    # the Evals panel (docs/evals.md), {} without cases; a package or policy change has none here
+    evals = {} if files else change_evals_context(request, change)
+    # a case file, a package's or the policy's changed: no recipe, so no plan or cost delta
+    case_edit = evals.get("case_edit", False) or bool(files)
     return render(
         request,
         "reviews/change_detail.html",
@@ -100,6 +104,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 text=change.proposed_text or None, kind=change.kind, name=change.new_name or change.name
             ),
             **evals,
+            **files,
             **change_merge_context(change),
             "is_author": is_author,
             "can_review": can_review and change.is_open,
