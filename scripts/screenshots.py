@@ -77,6 +77,16 @@ def evals_shot(stack, browser, out: Path, logins: dict[str, str]) -> None:
     shoot(page, out, "evals-panel", until="#evals", max_height=2400)
 
 
+def packages_shot(stack, browser, out: Path, logins: dict[str, str]) -> None:
+    """The demo's test-fixer agent package after a run of it (offline, on its script): its page
+    with the manifest's facts, the tools it declares and its recent runs."""
+    stack.manage("auto", "agent", "run", "test-fixer", "make tiny-calc's tests pass", "--wait", timeout=120)
+    page = browser.new_context(viewport={"width": WIDTH, "height": 900}).new_page()
+    login(page, stack.url, "demo", logins["demo"])
+    page.goto(stack.url + "/packages/test-fixer/")
+    shoot(page, out, "package", max_height=1800)
+
+
 def fork_shot(stack, browser, out: Path, logins: dict[str, str]) -> None:
     """The compare page of a fork and its parent (docs/forks.md): the offline coding demo run,
     then a redo of its pass 1 with an edited prompt, started from the fork form."""
@@ -110,7 +120,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     parser.add_argument("--keep", action="store_true", help="keep the temp data folder (its path is printed)")
-    parser.add_argument("--only", choices=["coding", "storage", "evals", "fork"], help="take only these screenshots")
+    parser.add_argument("--only", choices=["coding", "storage", "evals", "fork", "packages"], help="take only these screenshots")
     options = parser.parse_args()
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -130,6 +140,12 @@ def main() -> int:
             with sync_playwright() as pw:
                 browser = launch_chromium(pw)
                 fork_shot(stack, browser, out, logins)
+                browser.close()
+            return 0
+        if options.only == "packages":
+            with sync_playwright() as pw:
+                browser = launch_chromium(pw)
+                packages_shot(stack, browser, out, logins)
                 browser.close()
             return 0
         if options.only == "evals":
