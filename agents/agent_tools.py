@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agents.ports import ToolResult
+from agents.ports import ToolResult, ToolsPort, ToolsWrapper
 from budgets.units import UnitError, parse_tokens
 
 TODO_STATUSES = ("pending", "in_progress", "done")
@@ -87,46 +87,25 @@ class Delegate(Protocol):
     def __call__(self, request: Delegation) -> ToolResult: ...
 
 
-class AgentTools:
+class AgentTools(ToolsWrapper):
     """A tools port with `todo` (when `todo_saved` is given) and `sub_agent` (when a delegate is
     attached and `depth` < MAX_DEPTH) beside `inner`'s tools, or only those of `only`."""
 
     def __init__(
         self,
-        inner,
+        inner: ToolsPort,
         *,
         todo_saved: Callable[[list[dict]], None] | None = None,
         sub_agents: bool = False,
         depth: int = 0,
         only: frozenset[str] | None = None,
     ):
-        self.__dict__["inner"] = inner  # before anything: __getattr__ reads it
+        super().__init__(inner)  # every hook but specs and call forwarded to it
         self.todo_saved = todo_saved
         self.sub_agents = sub_agents and depth < MAX_DEPTH
         self.depth = depth
         self.only = only
         self.delegate: Delegate | None = None  # the engine attaches it (runs.engine.delegation)
-
-    def __getattr__(self, name: str):  # the inner port's optional hooks (capture, pass_gate, …)
-        return getattr(self.__dict__["inner"], name)
-
-    @property
-    def room_chars(self) -> int | None:
-        return getattr(self.inner, "room_chars", None)
-
-    @room_chars.setter
-    def room_chars(self, chars: int | None) -> None:
-        if hasattr(self.inner, "room_chars"):
-            self.inner.room_chars = chars
-
-    @property
-    def deadline(self) -> float | None:
-        return getattr(self.inner, "deadline", None)
-
-    @deadline.setter
-    def deadline(self, value: float | None) -> None:
-        if hasattr(self.inner, "deadline"):
-            self.inner.deadline = value
 
     def inner_specs(self) -> list[dict[str, Any]]:
         specs = self.inner.specs()

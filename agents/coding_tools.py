@@ -17,7 +17,7 @@ from typing import Any
 
 from agents.file_tools import FILE_TOOLS, FileTools
 from agents.forked import Child
-from agents.ports import GateOutcome, ToolResult
+from agents.ports import GateOutcome, ToolResult, Tools
 from agents.sandbox import CommandResult, Sandbox, SandboxUnavailable
 from agents.shell_commands import command_subjects
 from agents.task_tools import ResultsTools
@@ -60,7 +60,7 @@ SLOW_MEASURE = 0.25
 MEASURE_GAP_FACTOR = 10
 
 
-class CodingTools:
+class CodingTools(Tools):
     def __init__(
         self,
         *,
@@ -96,6 +96,13 @@ class CodingTools:
     def room_chars(self, chars: int | None) -> None:
         self.results.room_chars = chars
         self.files.room_chars = chars
+
+    @property
+    def workdir(self) -> Path:
+        return self.start
+
+    def read_previous_results(self, folder: Path) -> None:
+        self.results.read_previous_results(folder)
 
     def specs(self) -> list[dict[str, Any]]:
         return [BASH_TOOL, *FILE_TOOLS, TEST_RUN_TOOL, *self.results.specs()]
@@ -187,7 +194,7 @@ class CodingTools:
         subjects = self.approval_subjects(name, arguments)
         return [(name, subjects), ("bash", subjects)] if name == "test_run" else [(name, subjects)]
 
-    # -- the engine's optional hooks ---------------------------------------------------------
+    # -- the engine's hooks ------------------------------------------------------------------
 
     def pass_ended(self, number: int) -> None:
         """The working copy's tree at the pass's end: its diff and stat (the judge reads it)."""

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agents.ports import ToolResult
+from agents.ports import ToolResult, Tools
 from agents.task_tools import ToolRefused
 from budgets.guard import cut_marker
 
@@ -148,7 +148,7 @@ _NAMES = {tool["name"] for tool in FILE_TOOLS}
 _READERS = {"file_read", "grep", "glob"}  # what they answer is cut to the room left
 
 
-class FileTools:
+class FileTools(Tools):
     """The file tools of one run, on its working copy."""
 
     def __init__(self, root: str | Path, *, start: str | Path | None = None):

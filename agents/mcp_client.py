@@ -30,7 +30,7 @@ from typing import Any
 
 from agents.mcp_logs import redact_urls
 from agents.mcp_stdio import EnvFile, StderrTail, launch_argv
-from agents.ports import ToolResult
+from agents.ports import ToolResult, ToolsPort, ToolsWrapper
 from budgets.guard import BUDGET_CUT, cut_marker
 
 log = logging.getLogger(__name__)
@@ -439,12 +439,13 @@ def list_server_tools(
 # -- the tools port ------------------------------------------------------------------------
 
 
-class McpTools:
-    """A recipe's own tools and its MCP servers' tools, as one tools port."""
+class McpTools(ToolsWrapper):
+    """A recipe's own tools and its MCP servers' tools, as one tools port. Its own notes, room and
+    deadline (both handed on to the inner port); every other hook is the inner port's."""
 
     def __init__(
         self,
-        inner,
+        inner: ToolsPort,
         configs: list[ServerConfig],
         *,
         allowed: dict[str, tuple[str, ...] | None],
@@ -456,7 +457,7 @@ class McpTools:
         on_listed: Callable[[str, list[ListedTool], str, str], None] | None = None,
         notes: list[str] | None = None,
     ):
-        self.__dict__["inner"] = inner  # before anything: __getattr__ reads it
+        super().__init__(inner)
         self.hub = McpHub(
             configs, connect_timeout=connect_timeout, path=path, event_bytes=sse_event_limit(result_chars)
         )
@@ -465,14 +466,16 @@ class McpTools:
         self.result_chars = result_chars
         self.cancelled = cancelled
         self.on_listed = on_listed
-        self.notes = [*getattr(inner, "notes", []), *(notes or [])]
+        self._notes = [*inner.notes, *(notes or [])]
         self._room: int | None = None
         self._deadline: float | None = None
         self._specs: list[dict] | None = None
         self._reported: set[str] = set()
 
-    def __getattr__(self, name: str):  # the inner port's optional hooks (capture, start, …)
-        return getattr(self.__dict__["inner"], name)
+    @property
+    def notes(self) -> list[str]:
+        """The inner port's notes when this port was made, then the servers' (said once each)."""
+        return self._notes
 
     @property
     def room_chars(self) -> int | None:
@@ -481,8 +484,7 @@ class McpTools:
     @room_chars.setter
     def room_chars(self, chars: int | None) -> None:
         self._room = chars
-        if hasattr(self.inner, "room_chars"):
-            self.inner.room_chars = chars
+        self.inner.room_chars = chars
 
     @property
     def deadline(self) -> float | None:
@@ -491,8 +493,7 @@ class McpTools:
     @deadline.setter
     def deadline(self, value: float | None) -> None:
         self._deadline = value
-        if hasattr(self.inner, "deadline"):
-            self.inner.deadline = value
+        self.inner.deadline = value
 
     # the servers live for the pass
     def _open_all(self) -> list[dict]:
@@ -632,15 +633,18 @@ class McpTools:
     def approval_subjects(self, name: str, arguments: dict) -> list[str]:
         if name.partition(SEPARATOR)[0] in self.hub.configs:
             return [v for v in arguments.values() if isinstance(v, str)]
-        inner = getattr(self.inner, "approval_subjects", None)
-        return inner(name, arguments) if inner else [v for v in arguments.values() if isinstance(v, str)]
+        return self.inner.approval_subjects(name, arguments)
+
+    def approval_equivalents(self, name: str, arguments: dict) -> list[tuple[str, list[str]]]:
+        """An MCP tool's call is gated as itself; the inner port's as the inner port says."""
+        if name.partition(SEPARATOR)[0] in self.hub.configs:
+            return [(name, self.approval_subjects(name, arguments))]
+        return self.inner.approval_equivalents(name, arguments)
 
     # the engine's hooks
     def pass_ended(self, number: int) -> None:
         self.stop_servers()
-        inner = getattr(self.inner, "pass_ended", None)
-        if inner is not None:
-            inner(number)
+        self.inner.pass_ended(number)
 
     def stop_servers(self) -> None:
         self.hub.stop()
@@ -648,6 +652,4 @@ class McpTools:
 
     def close(self) -> None:
         self.stop_servers()
-        inner = getattr(self.inner, "close", None)
-        if inner is not None:
-            inner()
+        self.inner.close()

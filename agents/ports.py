@@ -1,13 +1,18 @@
 """The engine's two ports. The engine knows these shapes, never Anthropic or Playwright.
 
+The model port is a Protocol (a provider has one method); the tools port is a base class, Tools,
+whose every hook the engine calls has a default that does nothing.
+
 Conversations are kept in the Messages API's JSON shape (role + content blocks), so a
 checkpoint is plain JSON and any Messages-compatible provider can replay it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 
@@ -122,23 +127,147 @@ class PageCapture:
     jpeg: bytes | None = None
 
 
-class ToolsPort(Protocol):
+class Tools(ABC):
+    """The tools port: every tools class of a run subclasses it (docs/layout.md, "A new tool").
+
+    `specs` and `call` are its own; every other hook the engine calls is written out here with
+    a default that does nothing, so the engine calls each one directly and a tools class
+    overrides only the hooks it has a use for. Composites (a port wrapping another) subclass
+    ToolsWrapper, which forwards each hook to the inner port by name."""
+
+    # what the next model call has room for, in characters (about 4 a token): tools that read
+    # pages or files read no more than that. The engine sets it before a step's tool calls.
+    room_chars: int | None = None
+    # time.monotonic() when the leg's clock runs out: a command never runs past it (the engine
+    # sets it before a step's tool calls)
+    deadline: float | None = None
+    # said in the run's events: those there when the worker arms the tools, then each one added
+    # during a step (an MCP server that died and was restarted)
+    notes: Sequence[str] = ()
+    # the video files the browser left, recorded as the run's events once close() returned
+    videos: Sequence[str] = ()
+
+    @abstractmethod
     def specs(self) -> list[dict[str, Any]]:
         """Tool definitions in the Messages API shape: name, description, input_schema."""
-        ...
 
+    @abstractmethod
     def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run one tool. Errors come back as ToolResult(is_error=True), never as exceptions."""
-        ...
+
+    @property
+    def workdir(self) -> Path | None:
+        """A coding run's folder in its working copy (the system prompt names it); None for
+        every other run."""
+        return None
+
+    def read_previous_results(self, folder: Path) -> None:
+        """A run an on_success chain started also reads the previous run's results folder, read
+        only (docs/chains.md). Tools without the results tools ignore it."""
+        return None
+
+    def approval_subjects(self, name: str, arguments: dict[str, Any]) -> list[str]:
+        """What an `approve:` pattern is matched against: by default the call's text arguments
+        (a browser adds a clicked element's own text, a coding port a command's words)."""
+        return [v for v in arguments.values() if isinstance(v, str)]
+
+    def approval_equivalents(self, name: str, arguments: dict[str, Any]) -> list[tuple[str, list[str]]]:
+        """(tool, subjects) pairs a call is gated as: the call as itself first, then what it
+        amounts to (Enter on a button is a click on it, a click on a link a navigate to its
+        href), so a gate holds however the action is performed. By default only itself."""
+        return [(name, self.approval_subjects(name, arguments))]
+
+    def capture(self) -> PageCapture | None:
+        """Where a web step left the browser, called after every step; None: nothing to show."""
+        return None
+
+    def pass_ended(self, number: int) -> None:
+        """A pass's legs ended (before its gate and judge): a port that keeps state across
+        passes (a working copy) records it. By default nothing."""
+        return None
+
+    def pass_gate(self) -> GateOutcome | None:
+        """The command a pass must pass to count as done (a coding recipe's until_command), run
+        once the pass's legs ended, before the judge; None: the pass has no gate."""
+        return None
+
+    def judge_evidence(self, number: int) -> list[tuple[str, str]] | None:
+        """What the judge reads beside the pass's result (a coding pass: its diff stat; the
+        judge then also reads its final answer); None: the result alone."""
+        return None
+
+    def close(self) -> None:
+        """The worker lets go of the run (paused or finished): close what the port opened (the
+        browser). By default nothing."""
+        return None
 
 
-# Optional, used when a tools port has them (the browser's do):
-#   approval_subjects(name, arguments) -> list[str]: what an `approve:` pattern is matched
-#       against (a click's selector or text and the element's visible text)
-#   approval_equivalents(name, arguments) -> list[(tool, subjects)]: the call as itself first,
-#       then what it amounts to (Enter on a button is a click on it, a click on a link a
-#       navigate to its href), so a gate holds however the action is performed
-#   capture() -> PageCapture | None: called after every step
-#   close() -> None: called when the worker lets go of the run (paused or finished)
-#   pass_gate() -> GateOutcome | None (the coding tools'): run once a pass's legs ended, before
-#       the judge; the pass counts as done only when it exited 0 and the judge said YES
+# the name the engine types against
+ToolsPort = Tools
+
+
+class ToolsWrapper(Tools):
+    """A tools port around another (`inner`): each hook written out, forwarded to the inner
+    port. A composite overrides the hooks it changes; tests/agents/test_ports.py fails when a
+    hook of Tools is not forwarded here."""
+
+    def __init__(self, inner: Tools):
+        self.inner = inner
+
+    @property
+    def room_chars(self) -> int | None:
+        return self.inner.room_chars
+
+    @room_chars.setter
+    def room_chars(self, chars: int | None) -> None:
+        self.inner.room_chars = chars
+
+    @property
+    def deadline(self) -> float | None:
+        return self.inner.deadline
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self.inner.deadline = value
+
+    @property
+    def notes(self) -> Sequence[str]:
+        return self.inner.notes
+
+    @property
+    def videos(self) -> Sequence[str]:
+        return self.inner.videos
+
+    def specs(self) -> list[dict[str, Any]]:
+        return self.inner.specs()
+
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        return self.inner.call(name, arguments)
+
+    @property
+    def workdir(self) -> Path | None:
+        return self.inner.workdir
+
+    def read_previous_results(self, folder: Path) -> None:
+        self.inner.read_previous_results(folder)
+
+    def approval_subjects(self, name: str, arguments: dict[str, Any]) -> list[str]:
+        return self.inner.approval_subjects(name, arguments)
+
+    def approval_equivalents(self, name: str, arguments: dict[str, Any]) -> list[tuple[str, list[str]]]:
+        return self.inner.approval_equivalents(name, arguments)
+
+    def capture(self) -> PageCapture | None:
+        return self.inner.capture()
+
+    def pass_ended(self, number: int) -> None:
+        self.inner.pass_ended(number)
+
+    def pass_gate(self) -> GateOutcome | None:
+        return self.inner.pass_gate()
+
+    def judge_evidence(self, number: int) -> list[tuple[str, str]] | None:
+        return self.inner.judge_evidence(number)
+
+    def close(self) -> None:
+        self.inner.close()

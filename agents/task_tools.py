@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
 from agents.domains import host_allowed
-from agents.ports import ToolResult
+from agents.ports import ToolResult, Tools
 from budgets.guard import cut_marker
 from rysh_site.egress import REFUSED_NETWORKS, AddressRefused, Network, guarded_connection
 from rysh_site.paths import UnsafePath, safe_child
@@ -65,7 +65,7 @@ class ToolRefused(Exception):
     pass
 
 
-class ResultsTools:
+class ResultsTools(Tools):
     """save_result / list_results / read_result inside one folder; in a run an on_success chain
     started, read_result and list_results also see the previous run's results folder, read
     only (`previous_root`, named by its full path: docs/chains.md)."""
@@ -74,6 +74,9 @@ class ResultsTools:
         self.root = Path(output_dir).resolve()
         self.room_chars: int | None = None  # what the next model call has room for (the engine sets it)
         self.previous_root: Path | None = None
+
+    def read_previous_results(self, folder: Path) -> None:
+        self.previous_root = Path(folder)
 
     def specs(self) -> list[dict[str, Any]]:
         if self.previous_root is None:
@@ -241,7 +244,7 @@ def http_get(
     return ToolResult(f"http_get: {url} redirected more than {HTTP_MAX_REDIRECTS} times", is_error=True)
 
 
-class TaskTools:
+class TaskTools(Tools):
     """The tools port of a task recipe: results plus HTTP GET."""
 
     def __init__(self, output_dir: Path, allowed_domains: tuple[str, ...] = ()):
@@ -255,6 +258,9 @@ class TaskTools:
     @room_chars.setter
     def room_chars(self, chars: int | None) -> None:
         self.results.room_chars = chars
+
+    def read_previous_results(self, folder: Path) -> None:
+        self.results.read_previous_results(folder)
 
     def specs(self) -> list[dict[str, Any]]:
         return [*self.results.specs(), HTTP_TOOL]

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from agents.ports import ToolResult, Tools
 from bench.delegation import bench_delegation
 from bench.delegation import report as delegation_report
 
@@ -683,7 +684,7 @@ TOOL_RESULT_BYTES = 20_000
 STORAGE_STEPS = 300  # bytes_growth compares the bytes step 300 writes with step 10's
 
 
-class TwentyKilobytePages:
+class TwentyKilobytePages(Tools):
     """A tools port whose one tool returns 20 KB of text every call."""
 
     def specs(self) -> list[dict]:
@@ -696,8 +697,6 @@ class TwentyKilobytePages:
         ]
 
     def call(self, name: str, arguments: dict):
-        from agents.ports import ToolResult
-
         line = f"page {arguments.get('n')}: " + "lorem ipsum dolor sit amet " * 4 + "\n"
         return ToolResult(content=(line * (TOOL_RESULT_BYTES // len(line) + 1))[:TOOL_RESULT_BYTES])
 

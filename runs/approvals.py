@@ -39,6 +39,7 @@ from urllib.parse import unquote
 from django.db import transaction
 from django.utils import timezone
 
+from agents.ports import ToolsPort
 from agents.shell_commands import COMMAND_PATTERN, CommandSubject
 from budgets.units import format_duration
 from runs import events
@@ -96,15 +97,10 @@ def _command_match(spec: str, subjects: list[str]) -> str | None:
     return None
 
 
-def equivalents_of(tools, name: str, arguments: dict) -> list[tuple[str, list[str]]]:
+def equivalents_of(tools: ToolsPort, name: str, arguments: dict) -> list[tuple[str, list[str]]]:
     """(tool, subjects) pairs a call is gated as: the call itself first, then what the tools
     port says it amounts to (a browser's Enter on a button is a click on it)."""
-    equivalents = getattr(tools, "approval_equivalents", None)
-    if equivalents is not None:
-        return equivalents(name, arguments)
-    describe = getattr(tools, "approval_subjects", None)
-    subjects = describe(name, arguments) if describe else [v for v in arguments.values() if isinstance(v, str)]
-    return [(name, subjects)]
+    return tools.approval_equivalents(name, arguments)
 
 
 def gate_call(patterns: tuple[str, ...] | list[str], equivalents: list[tuple[str, list[str]]]):

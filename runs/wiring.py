@@ -50,8 +50,8 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
             tools = coding_tools(run, spec, output_dir)
         else:
             tools = TaskTools(output_dir, spec.allowed_domains)
-        if previous and getattr(tools, "results", None) is not None:  # read-only (docs/chains.md)
-            tools.results.previous_root = Path(previous)
+        if previous:  # read-only (docs/chains.md)
+            tools.read_previous_results(Path(previous))
         if spec.mcp:
             tools = mcp_tools(run, spec, tools)
         if run.package_version_id is not None and run.package_version.info.get("type") == "agent":
@@ -61,7 +61,7 @@ def arm_run(run: Run, model: ModelPort | None = None, tools: ToolsPort | None = 
             tools = agent_tools(run, spec, tools, sub_agents="sub_agent" in declared)
         else:
             tools = agent_tools(run, spec, tools)
-    workdir = getattr(tools, "start", None)  # a coding run's folder in its copy
+    workdir = tools.workdir  # a coding run's folder in its copy
     return Armed(
         spec=spec,
         plan=plan,

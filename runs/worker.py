@@ -16,6 +16,7 @@ from django.db import DatabaseError, connection
 from django.db.models import Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from agents.ports import ToolsPort
 from runs import events
 from runs.engine import Engine, finish_run
 from runs.ledger import settle_pending_steps
@@ -182,7 +183,7 @@ def execute(run_id: int, armed_for) -> None:
             return
         tracing.trace_model(run, armed)
         events.record(run, EventKind.RUNNING, f"running on {armed.model.label}", model=armed.model.label)
-        for note in getattr(armed.tools, "notes", []):
+        for note in armed.tools.notes:
             events.record(run, EventKind.NOTE, note)
         try:
             Engine(run, armed).go()
@@ -224,14 +225,11 @@ def settle_orphaned_steps(run: Run) -> None:
         write_report(run)
 
 
-def release_tools(run: Run, tools) -> None:
+def release_tools(run: Run, tools: ToolsPort) -> None:
     """The worker lets go of the run (paused or finished): close its browser, if any."""
-    close = getattr(tools, "close", None)
-    if close is None:
-        return
     try:
-        close()
+        tools.close()
     except Exception:  # closing must never turn a finished run into an error
         log.warning("closing the tools of run %s failed", run.pk, exc_info=True)
-    for video in getattr(tools, "videos", []):
+    for video in tools.videos:
         events.record(run, EventKind.VIDEO, f"video saved: {Path(video).name}", path=video)

@@ -30,7 +30,7 @@ from agents.browser.launch import launch_options, launch_persistent, start_with_
 from agents.browser.page import BrowserTab, amounts_to, keys_of, navigate_target
 from agents.browser.profiles import ProfileLock, private_dir, profile_path
 from agents.browser.tools import BROWSER_TOOL_NAMES, BROWSER_TOOLS, ToolCalls, text_only
-from agents.ports import PageCapture, ToolResult
+from agents.ports import PageCapture, ToolResult, Tools
 from agents.task_tools import ResultsTools
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ NAVIGATION_TIMEOUT_MS = 30_000
 OUTER_TIMEOUT_SECONDS = 120  # a Playwright call that outlives every inner timeout
 
 
-class BrowserTools:
+class BrowserTools(Tools):
     """The tools port of a web recipe: the browser tools plus the results tools."""
 
     def __init__(
@@ -194,6 +194,9 @@ class BrowserTools:
             raise ToolError(f"the browser did not answer within {OUTER_TIMEOUT_SECONDS}s") from None
 
     # -- the port -------------------------------------------------------------------------
+
+    def read_previous_results(self, folder: Path) -> None:
+        self.results.read_previous_results(folder)
 
     def specs(self) -> list[dict[str, Any]]:
         tools = BROWSER_TOOLS if self.web_read == "screenshot" else [text_only(t) for t in BROWSER_TOOLS]

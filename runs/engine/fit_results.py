@@ -42,7 +42,7 @@ class ResultFitter:
     def offer_room(self, ctx: StepContext, reply: ModelReply) -> None:
         """Tools that read pages or files read no more than the next call could take (about 4
         characters a token; what still does not fit is cut exactly afterwards)."""
-        if not self.armed.exact_counts or not hasattr(self.armed.tools, "room_chars"):
+        if not self.armed.exact_counts:
             return
         # earlier tool results can be cleared to make room (see fit), so the room is what is
         # left once the rest of the conversation is paid for, not its whole context

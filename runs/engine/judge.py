@@ -102,7 +102,7 @@ class Judge:
     def _evidence(self, run_pass: Pass) -> list[tuple[str, str]]:
         """What the judge reads beside the result when the tools port has more to show (a
         coding pass: its final answer, the diff stat of its working copy, its gate's result)."""
-        evidence = getattr(self.armed.tools, "judge_evidence", None)
+        evidence = self.armed.tools.judge_evidence(run_pass.number)
         gate = [("until_command", judging.gate_evidence(run_pass.gate_command, run_pass.gate_output))]
         gate = gate if run_pass.gate_command else []
         if evidence is None:
@@ -117,7 +117,7 @@ class Judge:
         )
         return [
             ("final_answer", answer or "(the pass ended without a final answer)"),
-            *evidence(run_pass.number),
+            *evidence,
             *gate,
         ]
 

@@ -181,11 +181,8 @@ class Passes:
         return True
 
     def _run_gate(self, run_pass: Pass) -> GateOutcome | None:
-        gate = getattr(self.armed.tools, "pass_gate", None)
-        if gate is None:
-            return None
         try:
-            return gate()
+            return self.armed.tools.pass_gate()
         except Exception as exc:  # whatever broke, a pass cannot count as done on a gate that did not run
             log.warning("run %s pass %s: the gate did not run", self.run.pk, run_pass.number, exc_info=True)
             return GateOutcome(self.armed.spec.until_command or "(the gate)", None, f"not run: {exc}")
@@ -197,11 +194,8 @@ class Passes:
     def _tools_pass_ended(self, run_pass: Pass) -> None:
         """A tools port that keeps state across passes (a working copy) records the pass's end;
         a failure is said, and never changes how the pass ended."""
-        ended = getattr(self.armed.tools, "pass_ended", None)
-        if ended is None:
-            return
         try:
-            ended(run_pass.number)
+            self.armed.tools.pass_ended(run_pass.number)
         except Exception as exc:
             log.warning("run %s pass %s: the tools' pass end failed", self.run.pk, run_pass.number, exc_info=True)
             events.record(

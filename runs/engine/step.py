@@ -141,8 +141,7 @@ class Call:
         self.fitter.offer_room(ctx, reply)
         if reply.tool_calls:  # a worker lost while they run leaves them here, for the next one to tell
             Step.objects.filter(pk=step.pk).update(tool_calls=reply.tool_calls)
-        if hasattr(self.armed.tools, "deadline"):  # a command never runs past the leg's clock
-            self.armed.tools.deadline = started + ctx.seconds_left
+        self.armed.tools.deadline = started + ctx.seconds_left  # a command never runs past the leg's clock
         results, waited = self.tools.run_calls(reply, ctx, step)
         self.tools.capture(step)
         user_turn = self.fitter.fit(ctx, reply, results, partial(self._count, ctx)) if results else []

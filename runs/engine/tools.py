@@ -33,7 +33,7 @@ class ToolRunner:
         self.gate = gate
         # the tools' notes the worker recorded when it armed them; later ones (an MCP server that
         # died and was restarted, or could not be reached this pass) are recorded as they come
-        self._noted = len(getattr(armed.tools, "notes", None) or ())
+        self._noted = len(armed.tools.notes)
 
     def run_calls(self, reply: ModelReply, ctx: StepContext, step: Step) -> tuple[list[dict], float]:
         """Run the reply's tool calls; returns the results and the seconds spent waiting for
@@ -72,7 +72,7 @@ class ToolRunner:
         return results, waited
 
     def _record_new_notes(self) -> None:
-        notes = getattr(self.armed.tools, "notes", None) or ()
+        notes = self.armed.tools.notes
         for note in notes[self._noted :]:
             events.record(self.run, EventKind.NOTE, note)
         self._noted = len(notes)
@@ -89,8 +89,7 @@ class ToolRunner:
 
     def capture(self, step: Step) -> None:
         """A web step: where the browser is now (the continue checkpoint) and a thumbnail."""
-        capture = getattr(self.armed.tools, "capture", None)
-        shot = capture() if capture else None
+        shot = self.armed.tools.capture()
         if shot is None:
             return
         step.page_url, step.page_title = shot.url[:2000], shot.title[:300]

@@ -4,10 +4,10 @@ which agent is offered which."""
 import pytest
 
 from agents.agent_tools import MAX_DEPTH, TODO_MAX_ITEMS, AgentTools, Delegation, delegation_of, todo_items
-from agents.ports import ToolResult
+from agents.ports import ToolResult, Tools
 
 
-class Inner:
+class Inner(Tools):
     def __init__(self):
         self.calls = []
 

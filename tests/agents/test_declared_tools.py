@@ -1,10 +1,10 @@
 """DeclaredTools: an agent package's run is offered and runs only the coding tools it declares."""
 
 from agents.declared_tools import DeclaredTools
-from agents.ports import ToolResult
+from agents.ports import ToolResult, Tools
 
 
-class Inner:
+class Inner(Tools):
     room_chars = None
 
     def specs(self):

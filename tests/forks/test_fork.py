@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agents.ports import ToolResult, Tools
 from audit.models import AuditEntry
 from budgets.units import PAGE
 from runs import services
@@ -210,7 +211,7 @@ def test_a_fork_of_a_fork_goes_on_from_the_forks_own_pass(start_four):
     assert tree == files_of_commit(child_git, point)
 
 
-class WebTools:
+class WebTools(Tools):
     """A browser's tools port stand-in: one tool that saves a result into the run's folder."""
 
     def __init__(self, folder: Path):
@@ -221,8 +222,6 @@ class WebTools:
         return [{"name": "save_result", "description": "save", "input_schema": schema}]
 
     def call(self, name, arguments):
-        from agents.ports import ToolResult
-
         (self.folder / "found.md").write_text(arguments["text"])
         return ToolResult("saved")
 

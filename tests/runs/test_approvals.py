@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from agents import ports
 from agents.ports import ToolResult
 from runs import services, worker
 from runs.approvals import gate
@@ -28,7 +29,7 @@ GATED = """
 """
 
 
-class Tools:
+class Tools(ports.Tools):
     """A tools port that only records what it was asked to do."""
 
     names = ("publish", "click", "look")

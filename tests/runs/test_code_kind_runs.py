@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from agents.task_tools import TaskTools
 from catalogue.sync import recipes_sync
 from runs import services, worker
 from runs.models import Run
@@ -130,7 +131,7 @@ def test_auto_code_run_workdir_moves_the_agent_and_every_worker_rearms_it_there(
     listing = run.passes.get().steps.first().tool_results[0]["content"]
     assert f"{where}\n" in listing and "calc.py" in listing and "test_calc.py" in listing
     # re-armed from the run alone (another worker, a continue): the same folder
-    assert arm_run(run, tools=object()).spec.workdir == "pkg"
+    assert arm_run(run, tools=TaskTools(Path(run.output_dir))).spec.workdir == "pkg"
 
 
 def test_a_dry_run_says_where_the_agent_will_work(softdev):

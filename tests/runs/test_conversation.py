@@ -14,7 +14,7 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.ports import ToolResult
+from agents.ports import ToolResult, Tools
 from runs import engine, services, worker
 from runs.conversation import IMAGES_KEPT, Conversation, count_images, tool_result
 from runs.engine import CONTROL_POLL_SECONDS
@@ -40,7 +40,7 @@ LANDING = """
 """
 
 
-class SeeingTools:
+class SeeingTools(Tools):
     """Each read_page returns a screenshot: after three, older ones leave the conversation."""
 
     def specs(self):
@@ -210,7 +210,7 @@ def test_a_lost_worker_is_continued_with_the_conversation_its_call_was_sent(star
 # -- a step writes what it appended ----------------------------------------------------------
 
 
-class BigPages:
+class BigPages(Tools):
     """A 5 KB page per call, marked with the call's `n`."""
 
     def specs(self):

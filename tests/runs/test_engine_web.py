@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from agents.ports import PageCapture, ToolResult
+from agents.ports import PageCapture, ToolResult, Tools
 from budgets.guard import size
 from runs.models import Pass, Step
 from tests.conftest import drive  # noqa: F401
@@ -19,7 +19,7 @@ JOB = "---\nloop:\n  do:\n    max_iterations: 20\n    budget:\n      size: 1b\n-
 JPEG = base64.b64encode(b"\xff\xd8" + b"x" * 3000).decode()
 
 
-class SeeingTools:
+class SeeingTools(Tools):
     def __init__(self):
         self.closed = False
         self.n = 0

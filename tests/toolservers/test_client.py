@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from agents.mcp_client import McpTools, ServerConfig, list_server_tools, schema_problem
-from agents.ports import ToolResult
+from agents.ports import ToolResult, Tools
 from tests.toolservers.conftest import SCRIPT
 from tests.toolservers.servers import INJECTION
 
 
-class Inner:
+class Inner(Tools):
     notes: list = []
 
     def specs(self):
