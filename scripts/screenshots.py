@@ -120,7 +120,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     parser.add_argument("--keep", action="store_true", help="keep the temp data folder (its path is printed)")
-    parser.add_argument("--only", choices=["coding", "storage", "evals", "fork", "packages"], help="take only these screenshots")
+    parser.add_argument(
+        "--only", choices=["coding", "storage", "evals", "fork", "packages"], help="take only these screenshots"
+    )
     options = parser.parse_args()
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
