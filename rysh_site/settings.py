@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "axes",  # login throttling (rysh_site/throttle.py); before the apps, so its receivers run first
     "django_htmx",
+    "rysh_site.worker_app.WorkerConfig",  # qcluster without the URLconf's checks: a worker loads no views
     "rysh_site.queue_app.QueueConfig",  # django_q, without prometheus_client when metrics are off
     "channels",
     # the apps, one per domain; budgets/ is pure Python and not an app (see DESIGN.md)
