@@ -110,6 +110,8 @@ KEPT_OUT = (
     "daphne.server",  # and Twisted, autobahn, pyOpenSSL: the web process's server
     "twisted",
     "OpenSSL",
+    "requests",  # and mozilla_django_oidc: the company login's client (accounts/oidc.py)
+    "mozilla_django_oidc",
     "anthropic",  # a run's first Claude call (agents/providers.py)
     "pydantic",
 )
