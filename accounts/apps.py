@@ -20,6 +20,6 @@ def _provider_deploy_check(app_configs=None, **kwargs) -> list[checks.CheckMessa
     """accounts.oidc's check, imported when it runs: the OIDC client (mozilla-django-oidc,
     requests) stays out of the processes that never check it, an idle worker among them
     (docs/benchmarks/engine.md, "Process size")."""
-    from accounts.oidc import provider_deploy_check
+    from accounts.oidc import provider_deploy_check  # its client loads only where the check runs
 
     return provider_deploy_check(app_configs, **kwargs)
