@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.urls import path
 from ninja import NinjaAPI
 
+from api.docs import LocalSwagger
 from api.views import approvals, evals, forks, packages, profile, recipes, runs, spend
 from api.views.common import TokenAuth, install_error_handlers
 
@@ -23,6 +24,7 @@ api = NinjaAPI(
     ),
     auth=TokenAuth(),
     urls_namespace="api",
+    docs=LocalSwagger(),
     docs_url="/docs",
     openapi_url="/openapi.json",
     docs_decorator=login_required,

@@ -36,12 +36,37 @@ log = logging.getLogger(__name__)
 RUNS_GROUP = "runs"
 USERS_CHANGED = "users.changed"
 PUSH_SECONDS = 5.0  # a push waits this long for Redis at most: best effort, the database holds the truth
+# the kinds a run's trace treats apart (docs/tracing.md), by role
+TRACED_KINDS = tracing.EventKinds(
+    on_root=(
+        EventKind.QUEUED,
+        EventKind.REQUEUED,
+        EventKind.RUNNING,
+        EventKind.CONTROL,
+        EventKind.CONTINUED,
+        EventKind.GRANTED,
+        EventKind.PAUSED,
+        EventKind.FINISHED,
+    ),
+    skipped=(EventKind.STEP,),
+    content=(
+        EventKind.VERDICT,
+        EventKind.APPROVAL_REQUESTED,
+        EventKind.APPROVAL_ANSWERED,
+        EventKind.APPROVAL_STALE,
+    ),
+    pass_started=EventKind.PASS_STARTED,
+    judging=EventKind.JUDGING,
+    verdict=EventKind.VERDICT,
+    granted=EventKind.GRANTED,
+    finished=EventKind.FINISHED,
+)
 
 
 def record(run: Run, kind: EventKind | str, message: str = "", **data) -> RunEvent:
     kind = str(kind)  # the plain word, as stored and pushed (an EventKind is one)
     event = RunEvent.objects.create(run=run, kind=kind, message=message, data=data)
-    tracing.run_event(run, kind, message, data)
+    tracing.run_event(run, kind, message, data, TRACED_KINDS)
     # outside a transaction this runs at once; inside one, after it commits (never on rollback)
     transaction.on_commit(lambda: push(run.pk, event.pk, kind))
     return event

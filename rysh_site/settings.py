@@ -46,7 +46,7 @@ ALLOWED_HOSTS = [h for h in envstr("ALLOWED_HOSTS", "127.0.0.1,localhost").split
 CSRF_TRUSTED_ORIGINS = [o for o in envstr("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 INSTALLED_APPS = [
-    "daphne",
+    "rysh_site.server_app.ServerConfig",  # daphne's runserver, without its server in every process
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "axes",  # login throttling (rysh_site/throttle.py); before the apps, so its receivers run first
     "django_htmx",
+    "rysh_site.worker_app.WorkerConfig",  # qcluster without the URLconf's checks: a worker loads no views
     "rysh_site.queue_app.QueueConfig",  # django_q, without prometheus_client when metrics are off
     "channels",
     # the apps, one per domain; budgets/ is pure Python and not an app (see DESIGN.md)
@@ -68,8 +69,9 @@ INSTALLED_APPS = [
     "agents",
     "demo_site",
     "workspaces",
-    # the REST API and its tokens (api/); ninja serves the API docs' Swagger UI from its own static files
-    "ninja",
+    # the REST API and its tokens (api/); ninja's files serve the API docs' Swagger UI (no CDN),
+    # installed without importing ninja: only the URLconf loads the API (rysh_site/ninja_app)
+    "rysh_site.ninja_app.NinjaFilesConfig",
     "api",
     "toolservers",  # MCP servers a team registers; their tools for recipes (docs/mcp.md)
     "accounts",  # company login (OpenID Connect) and the local-login switch: docs/login.md

@@ -60,12 +60,25 @@ DEFAULT_SERVICE_NAME = "rysh-dashboard"
 FLUSH_MILLIS = 10_000  # how long the end of a worker's task may wait for its spans to leave
 TEXT_LIMIT = 500  # characters of an event's message on a span
 
-# the kinds of run events recorded on the root span when the run ends (what happens between
-# worker sessions: a person's controls, a quota wait's wake-up, a lost worker's requeue)
-ROOT_EVENTS = ("queued", "requeued", "running", "control", "continued", "granted", "paused", "finished")
-SKIPPED_EVENTS = ("step",)  # a step is its chat span already
-# kinds whose message carries a model's or a person's text: on a span only with content capture
-CONTENT_EVENTS = ("verdict", "approval.requested", "approval.answered", "approval.stale")
+
+@dataclass(frozen=True)
+class EventKinds:
+    """The run event kinds a trace treats apart, by their role. The kinds are the runs app's
+    (runs.states.EventKind); runs.events passes them in with each event, since this module sits
+    below runs and names none of them itself."""
+
+    # recorded on the root span when the run ends (what happens between worker sessions: a
+    # person's controls, a quota wait's wake-up, a lost worker's requeue)
+    on_root: tuple[str, ...]
+    skipped: tuple[str, ...]  # a step is its chat span already
+    content: tuple[str, ...]  # their message carries a model's or a person's text: content capture only
+    pass_started: str  # a new pass: its own span
+    judging: str  # the judge's span opens
+    verdict: str  # ... and closes
+    granted: str  # a grant starts a new segment of the trace
+    finished: str  # the run's root span
+
+
 EVENT_DATA = {
     "number": "rysh.pass.number",
     "reason": "rysh.pause.reason",
@@ -522,28 +535,28 @@ def traced_tool(method):
 
 
 @_quiet
-def run_event(run, kind: str, message: str, data: dict) -> None:
+def run_event(run, kind: str, message: str, data: dict, kinds: EventKinds) -> None:
     """A RunEvent (runs.events.record): an event on the span the run has open in this process; the
-    judge's span opens and closes on `judging` and `verdict`; `granted` starts a new segment of
-    the trace; `finished` emits the run's root span."""
-    if not enabled() or kind in SKIPPED_EVENTS:
+    judge's span opens and closes on `kinds.judging` and `kinds.verdict`; `kinds.granted` starts a
+    new segment of the trace; `kinds.finished` emits the run's root span."""
+    if not enabled() or kind in kinds.skipped:
         return
     found = _sessions.get(run.pk)
-    if found is not None and kind == "pass.started" and found.pass_number != data.get("number"):
+    if found is not None and kind == kinds.pass_started and found.pass_number != data.get("number"):
         _open_pass(run, found, data["number"], resumed=False)  # a new pass: its own span from its start
     if found is not None and found.pass_span is not None:
-        if kind == "judging":
+        if kind == kinds.judging:
             found.end_judge()
             found.judge_span = _judge_span(run, found)
-        found.innermost().add_event(f"rysh.{kind}", _event_attributes(kind, message, data))
-        if kind == "verdict":
+        found.innermost().add_event(f"rysh.{kind}", _event_attributes(kind, message, data, kinds))
+        if kind == kinds.verdict:
             found.judge_span.set_attribute("gen_ai.evaluation.score.label", data.get("verdict", ""))
             found.end_judge()
-    if kind == "finished":
+    if kind == kinds.finished:
         if found is not None:
             found.end()
-        _emit_root(run)
-    elif kind == "granted":
+        _emit_root(run, kinds)
+    elif kind == kinds.granted:
         _new_segment(run)
 
 
@@ -561,13 +574,13 @@ def _judge_span(run, found: _Session) -> Span:
     )
 
 
-def _event_attributes(kind: str, message: str, data: dict) -> dict:
+def _event_attributes(kind: str, message: str, data: dict, kinds: EventKinds) -> dict:
     attributes = {
         name: value
         for key, name in EVENT_DATA.items()
         if isinstance(value := data.get(key), str | int | float | bool) and value is not None
     }
-    if message and (kind not in CONTENT_EVENTS or capture_content()):
+    if message and (kind not in kinds.content or capture_content()):
         attributes["rysh.event.message"] = message[:TEXT_LIMIT]
     return attributes
 
@@ -586,7 +599,7 @@ def _new_segment(run) -> None:
     run.trace_context = made
 
 
-def _emit_root(run) -> None:
+def _emit_root(run, kinds: EventKinds) -> None:
     """The run's root span (or a grant's segment), with the ids stored when it started."""
     stored = stored_context(run)
     trace_id, span_id = _ids_of(stored["traceparent"])
@@ -614,10 +627,12 @@ def _emit_root(run) -> None:
             start_time=stored["start"],
         )
     since = stored["start"]
-    for event in run.events.filter(kind__in=ROOT_EVENTS).order_by("id"):
+    for event in run.events.filter(kind__in=kinds.on_root).order_by("id"):
         if _ns(event.created_at) >= since:
             span.add_event(
-                f"rysh.{event.kind}", _event_attributes(event.kind, event.message, event.data), _ns(event.created_at)
+                f"rysh.{event.kind}",
+                _event_attributes(event.kind, event.message, event.data, kinds),
+                _ns(event.created_at),
             )
     if cause.startswith(("error", "judge error")):
         span.set_attribute("error.type", "run_error")

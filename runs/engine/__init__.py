@@ -10,8 +10,8 @@ The rooms, in the order a run id walks them from the worker's entry (docs/layout
 - call.py       a step: bound, exact count, quota fit, reservation, call, tools, settle
 - quota.py      the team's spend quotas: a call's room, and the wait when there is none
 - tools.py      the tools port called: loop detection, approval holds, a web capture
-- fit_results.py / fitting.py   tool results fitted to the room the leg has left (fitting.py:
-                the pure arithmetic, and an exact count's margin)
+- result_room.py  a step's tool results fitted to the room the leg has left (ResultFitter)
+- fitting.py    the pure arithmetic behind it: what an exact count allows, results cut to fit
 - judge.py / verdicts.py        the judge's call; its prompt and the verdict's parsing
 - outcome.py    how a run leaves the worker: paused or finished, in one place
 """

@@ -35,11 +35,11 @@ from runs.conversation import Conversation
 from runs.engine.context import Armed, LoopContext, StepContext
 from runs.engine.controls import ApprovalGate, Controls
 from runs.engine.delegation import SubAgents
-from runs.engine.fit_results import ResultFitter
 from runs.engine.judge import Judge
 from runs.engine.outcome import Finish, Interrupted, Outcome, Pause, outcome_write
 from runs.engine.passes import Passes
 from runs.engine.quota import Quota
+from runs.engine.result_room import ResultFitter
 from runs.engine.seats import leg_model
 from runs.engine.step import Call
 from runs.engine.tools import ToolRunner

@@ -23,8 +23,8 @@ from runs.conversation import without_images
 from runs.engine.call import Called, StepReservation, budgeted_call, call_size, exact_count
 from runs.engine.context import Armed, StepContext
 from runs.engine.controls import Controls
-from runs.engine.fit_results import ResultFitter
 from runs.engine.quota import QUOTA_CUT, Quota
+from runs.engine.result_room import ResultFitter
 from runs.engine.seats import leg_effort, leg_model
 from runs.engine.tools import ToolRunner
 from runs.ledger import Ledger

@@ -82,3 +82,74 @@ def test_with_them_on_the_sdks_load_when_first_used(tmp_path):
     )
     assert found == {"sdk": True, "prometheus": True, "django_q_prometheus": True, "traces": True, "metrics": True}
     assert list(shared.glob("histogram_*.db"))  # the model call observed into this process's file
+
+
+IDLE_WORKER = """
+import json, sys
+import django
+django.setup()
+from django.core.management import get_commands, load_command_class
+import runs.worker, runs.engine, runs.engine.tools, runs.events, django_q.cluster
+app = get_commands()["qcluster"]
+command = load_command_class(app, "qcluster")
+command.check()  # what `manage.py qcluster` runs before it forks its workers
+from django.core.checks.registry import registry
+print(json.dumps({
+    "qcluster": app,
+    "runserver": get_commands()["runserver"],
+    "url_checks_back": any("urls" in c.tags for c in registry.registered_checks),
+    "loaded": sorted(m for m in sys.argv[1:] if m in sys.modules),
+}))
+"""
+
+# what a worker kept out, and what loads it where it is needed
+KEPT_OUT = (
+    "ninja",  # the API (api/urls.py, api/views): loaded with the URLconf, by the web process
+    "api.urls",
+    "api.views",
+    "daphne.server",  # and Twisted, autobahn, pyOpenSSL: the web process's server
+    "twisted",
+    "OpenSSL",
+    "requests",  # and mozilla_django_oidc: the company login's client (accounts/oidc.py)
+    "mozilla_django_oidc",
+    "anthropic",  # a run's first Claude call (agents/providers.py)
+    "pydantic",
+)
+
+
+def test_an_idle_worker_loads_neither_the_api_nor_the_web_server_nor_the_model_sdk(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in SWITCHES}
+    env.update(DJANGO_SETTINGS_MODULE="rysh_site.settings", RYSH_DATA_DIR=str(tmp_path / "data"))
+    done = subprocess.run(
+        [sys.executable, "-c", IDLE_WORKER, *KEPT_OUT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {
+        "qcluster": "rysh_site.worker_app",
+        "runserver": "daphne",
+        "url_checks_back": True,
+        "loaded": [],
+    }
+
+
+def test_the_url_checks_still_run_everywhere_but_the_worker(tmp_path):
+    """`manage.py check` still imports and checks the URLconf, and so loads the API."""
+    env = {k: v for k, v in os.environ.items() if k not in SWITCHES}
+    env.update(DJANGO_SETTINGS_MODULE="rysh_site.settings", RYSH_DATA_DIR=str(tmp_path / "data"))
+    script = (
+        "import sys, django; django.setup()\n"
+        "from django.core.management import call_command\n"
+        "call_command('check')\n"
+        "print('ninja' in sys.modules, 'api.views' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "True True"

@@ -1,6 +1,7 @@
-"""Near the edge: tool results that fit what the leg has left (the pure arithmetic is in
-runs.engine.fitting). Tools read no more than the next call could take, and what still does not fit
-is cut (or earlier results cleared) so the next call has room for a useful answer."""
+"""The room a step's tool results get near the edge: results that fit what the leg has left
+(the pure arithmetic is in runs.engine.fitting). Tools read no more than the next call could take,
+and what still does not fit is cut (or earlier results cleared) so the next call has room for a
+useful answer."""
 
 from __future__ import annotations
 
