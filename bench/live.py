@@ -91,9 +91,10 @@ def writer(run_id: int, samples: int, tag: str, seed: int, gap: tuple[float, flo
         time.sleep(rng.uniform(*gap))  # random gaps: no lock-step with the tail
         marker = f"bench-{i}-{tag}"
         Pass.objects.filter(pk=last.pk).update(reason=marker)
-        event = RunEvent.objects.create(run_id=run_id, kind="bench", message=marker, data={})
+        # a verdict's event: what writes a pass's reason (its page renders the sections a verdict touches)
+        event = RunEvent.objects.create(run_id=run_id, kind="verdict", message=marker, data={})
         committed = time.time()  # autocommit: both rows are committed here
-        events.push(run_id, event.pk, "bench")
+        events.push(run_id, event.pk, "verdict")
         print(json.dumps({"marker": marker, "t": committed, "i": i}), flush=True)
     return 0
 

@@ -33,7 +33,7 @@ import logging
 import re
 import sqlite3
 from asyncio import sleep  # the hub's only waits: a tail's tick, a retry, the group refresh
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -44,7 +44,7 @@ from django.db import connection
 from django.db.models import Max, Min
 
 from runs import events
-from runs.live import fragments, wake
+from runs.live import fragments, sections, wake
 from runs.models import RunEvent
 from rysh_site import metrics
 
@@ -157,31 +157,43 @@ class Outbox:
 
 
 class Feed:
-    """One view's renders: at most one in flight; what changes meanwhile makes one more after it."""
+    """One view's renders: at most one in flight; what changes meanwhile makes one more after it.
+    A render is of the sections the changes since the last one can touch (runs/live/sections.py;
+    None: all of them), and all of them whenever a socket still waits for its first state."""
 
-    def __init__(self, view: View, render: Callable[[View], Awaitable[str]]):
+    def __init__(self, view: View, render: Callable[[View, frozenset[str] | None], Awaitable[str]]):
         self.view = view
         self.render = render
         self.outboxes: set[Outbox] = set()
         self.dirty = asyncio.Event()
-        self.last: dict[str, str] = {}  # the last render, split
+        self.wanted: frozenset[str] | None = frozenset()  # what the next render must include
+        self.last: dict[str, str] = {}  # the newest HTML of each element rendered, by its id
         self.written: tuple[float, str] | None = None  # the oldest change not yet rendered (metrics)
         self.task = asyncio.ensure_future(self._run())
+
+    def mark(self, wanted: frozenset[str] | None = None) -> None:
+        """Render again, at least these sections (None: the whole fragment)."""
+        self.wanted = sections.union(self.wanted, wanted)
+        self.dirty.set()
 
     async def _run(self) -> None:
         while True:
             await self.dirty.wait()
             self.dirty.clear()
             written, self.written = self.written, None
+            wanted, self.wanted = self.wanted, frozenset()
+            if not wanted or not self.last or not all(box.fed for box in self.outboxes):
+                wanted = None  # a socket is owed its first state, whole
             try:
-                html = await self.render(self.view)
+                html = await self.render(self.view, wanted)
             except Exception:  # one bad render must not silence the view for good
                 log.exception("live render failed for %s", self.view)
                 await sleep(RETRY_SECONDS)
-                self.dirty.set()
+                self.mark(wanted)
                 continue
             parts = split(html) or {"": html}
-            changed, self.last = changed_parts(self.last, parts), parts
+            changed = changed_parts(self.last, parts)
+            self.last = parts if wanted is None else {**self.last, **parts}
             for box in self.outboxes:
                 # A socket that joined while this render was in flight may take it as its first
                 # state (all of it): the render began after the socket's admission (renders and
@@ -232,33 +244,38 @@ class EventTail:
     def __init__(self):
         self.last_id: int | None = None
         self.written: float | None = None  # when the oldest event of the last look was written
+        self.kinds: dict[int, set[str]] = {}  # the last look's runs and the kinds of their new events
 
     def poll(self) -> set[int]:
         if self.last_id is None:  # the baseline: what the first renders already include
             self.last_id = RunEvent.objects.aggregate(top=Max("id"))["top"] or 0
             return set()
-        newest = (
+        newest = list(
             RunEvent.objects.filter(id__gt=self.last_id)
-            .values("run_id")
+            .values("run_id", "kind")
             .annotate(top=Max("id"), at=Min("created_at"))
-            .values_list("run_id", "top", "at")
+            .values_list("run_id", "kind", "top", "at")
         )
-        newest = {run_id: (top, at) for run_id, top, at in newest}
-        self.last_id = max((top for top, _at in newest.values()), default=self.last_id)
-        self.written = min((at for _top, at in newest.values()), default=None)
-        return set(newest)
+        self.kinds = {}
+        for run_id, kind, _top, _at in newest:
+            self.kinds.setdefault(run_id, set()).add(kind)
+        self.last_id = max((top for _run, _kind, top, _at in newest), default=self.last_id)
+        self.written = min((at for _run, _kind, _top, at in newest), default=None)
+        return set(self.kinds)
 
     @staticmethod
     def close() -> None:
         connection.close()
 
 
-def _render(view: View) -> str:
+def _render(view: View, wanted: frozenset[str] | None = None) -> str:
+    if wanted is not None and view.page == "run":
+        return fragments.run_sections(view.run_id, view.grants, wanted)
     return fragments.fragments(view.page, view.run_id, view.grants)
 
 
-async def render(view: View) -> str:
-    return await database_sync_to_async(_render)(view)
+async def render(view: View, wanted: frozenset[str] | None = None) -> str:
+    return await database_sync_to_async(_render)(view, wanted)
 
 
 class Hub:
@@ -311,7 +328,7 @@ class Hub:
     def _attach(self, box: Outbox, view: View) -> None:
         feed = self.feeds.get(view) or self.feeds.setdefault(view, Feed(view, render))
         feed.outboxes.add(box)
-        feed.dirty.set()  # its first state, current as of now (unchanged HTML goes to this socket only)
+        feed.mark()  # its first state, current as of now (unchanged HTML goes to this socket only)
 
     def _detach(self, box: Outbox, view: View | None) -> None:
         feed = self.feeds.get(view)
@@ -329,11 +346,14 @@ class Hub:
             if ids is None or box.user_id in ids:
                 box.recheck.set()
 
-    def changed(self, run_ids: Iterable[int]) -> None:
+    def changed(self, run_ids: Iterable[int], kinds: Mapping[int, Iterable[str]] | None = None) -> None:
+        """These runs changed; `kinds`, where known, the kinds of the events recorded for each: a
+        run's page then renders only the sections they can touch (runs/live/sections.py)."""
         run_ids = set(run_ids)
         for feed in self.feeds.values():
             if concerns(feed.view, run_ids):
-                feed.dirty.set()
+                known = None if kinds is None or feed.view.page != "run" else kinds.get(feed.view.run_id)
+                feed.mark(sections.sections_for(known))
 
     def written(self, run_ids: Iterable[int], at: float | None, path: str) -> None:
         """When (time.time()) the oldest of these runs' changes was written, and how the hub
@@ -399,7 +419,7 @@ class Hub:
             run_ids = await self._poll()
             if run_ids:
                 self.written(run_ids, self.tail.written.timestamp() if self.tail.written else None, "tail")
-                self.changed(run_ids)
+                self.changed(run_ids, self.tail.kinds)
 
     async def _join_group(self) -> None:
         try:
@@ -417,7 +437,8 @@ class Hub:
                 continue
             if message.get("type") == "run.changed":
                 self.written([message["run_id"]], message.get("at"), "channel")
-                self.changed([message["run_id"]])
+                kind = message.get("kind")
+                self.changed([message["run_id"]], None if kind is None else {message["run_id"]: [kind]})
             elif message.get("type") == events.USERS_CHANGED:
                 self.users_changed(message.get("user_ids"))
 

@@ -32,15 +32,21 @@ def user_with(name: str, role: str | None = None) -> User:
 
 @pytest.fixture
 def renders(monkeypatch):
-    """Counts renders by (page, run id, grants); each is still the real render."""
+    """Counts renders by (page, run id, grants), whole or of a run page's sections
+    (runs/live/sections.py); each is still the real render."""
     counted = Counter()
-    real = fragments.fragments
+    real, real_sections = fragments.fragments, fragments.run_sections
 
     def counting(page, run_id, can):
         counted[(page, run_id, can)] += 1
         return real(page, run_id, can)
 
+    def counting_sections(run_id, can, wanted):
+        counted[("run", run_id, can)] += 1
+        return real_sections(run_id, can, wanted)
+
     monkeypatch.setattr(fragments, "fragments", counting)
+    monkeypatch.setattr(fragments, "run_sections", counting_sections)
     return counted
 
 
@@ -245,15 +251,16 @@ def test_changes_during_a_render_are_coalesced_into_one_more(settings, monkeypat
         layer = get_channel_layer()
         communicator, _, _ = await connect(f"/ws/runs/{run.pk}/", [ORIGIN, cookie])
         assert await communicator.receive_from(timeout=5) == "<p>render 1</p>"
-        nudge = {"type": "run.changed", "run_id": run.pk, "event_id": None, "kind": "step"}
+        # a note: a kind that renders the whole fragment (runs/live/sections.py), as `slow` stands in for
+        nudge = {"type": "run.changed", "run_id": run.pk, "event_id": None, "kind": "note"}
         await layer.group_send(events.RUNS_GROUP, nudge)
         await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
         heard = asyncio.Event()
         the_hub, seen = hub.hub(), []
         real_changed = the_hub.changed
 
-        def changed(run_ids):
-            real_changed(run_ids)
+        def changed(run_ids, kinds=None):
+            real_changed(run_ids, kinds)
             seen.append(run_ids)
             if len(seen) == 3:
                 heard.set()
