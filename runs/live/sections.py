@@ -44,10 +44,11 @@ TOUCHES: dict[str, frozenset[str]] = {
         EventKind.VERDICT: {HEAD, PASSES, REPORT},
         # a pass's end keeps its result files and measures the working copy
         EventKind.PASS_ENDED: {HEAD, PASSES, CHANGES, FILES, REPORT},
-        # an approval waits or is answered: the run's state (head, report) and the nav's count
-        EventKind.APPROVAL_REQUESTED: {HEAD, APPROVALS, REPORT, NAV},
-        EventKind.APPROVAL_ANSWERED: {HEAD, APPROVALS, REPORT, NAV},
-        EventKind.APPROVAL_STALE: {HEAD, APPROVALS, REPORT, NAV},
+        # an approval waits or is answered: the run's state (head, report), the nav's count, and
+        # the steps list, where the step whose tool call waits shows that call
+        EventKind.APPROVAL_REQUESTED: {HEAD, APPROVALS, STEPS, REPORT, NAV},
+        EventKind.APPROVAL_ANSWERED: {HEAD, APPROVALS, STEPS, REPORT, NAV},
+        EventKind.APPROVAL_STALE: {HEAD, APPROVALS, STEPS, REPORT, NAV},
         EventKind.TODO: {AGENTS},
         EventKind.SUB_AGENT: {AGENTS},
         EventKind.VIDEO: {FILMSTRIP},
