@@ -15,8 +15,8 @@ import yaml
 from catalogue.packages import MANIFEST_NAME, PACKAGES_DIR, TOOL_MEANING, package_folder, read_package
 from catalogue.recipe import NAME_RE, RecipeError, RecipeIssue
 from catalogue.repo import GitRepo
-from reviews.models import ChangeAction, ChangeRequest
-from reviews.services import ReviewError, _open, _tracked, change_request_repo, normalize_text
+from reviews.models import ChangeRequest
+from reviews.services import ReviewError, _open_file, _tracked, change_request_repo, normalize_text
 from rysh_site.roles import require
 
 PACKAGE = "package"
@@ -47,17 +47,14 @@ def change_request_open_file(
     text = normalize_text(text)
     if text == base_text:
         raise ReviewError("nothing changed: the text is the same as on the tracked branch")
-    return _open(
+    return _open_file(
         git,
         user=user,
-        action=ChangeAction.CREATE if create else ChangeAction.EDIT,
         kind=kind,
         name=name,
-        path="" if create else path,
-        new_path=path,
+        path=path,
         base=base,
-        base_text=base_text or "",
-        proposed_text=text,
+        before=base_text,
         files={path: text},
         message=message or f"{'Create' if create else 'Edit'} {path}",
     )

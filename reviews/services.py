@@ -78,19 +78,15 @@ def change_request_open(
     text = normalize_text(text)
     if not create and text == base_text:
         raise ReviewError("nothing changed: the text is the same as on the tracked branch")
-    action = ChangeAction.CREATE if create else ChangeAction.EDIT
     verb = "Create" if create else "Edit"
-    return _open(
+    return _open_file(
         git,
         user=user,
-        action=action,
         kind=kind,
         name=name,
-        path="" if create else path,
-        new_path=path,
+        path=path,
         base=base,
-        base_text=base_text or "",
-        proposed_text=text,
+        before=base_text,
         files={path: text},
         message=message or f"{verb} {kind}/{name}",
     )
@@ -166,20 +162,8 @@ def change_request_open_files(
     before = {p: git.read_file(base, p) for p in files}
     if all(before[p] == files[p] for p in files):
         raise ReviewError("nothing changed: the files are the same as on the tracked branch")
-    create = before[path] is None
-    return _open(
-        git,
-        user=user,
-        action=ChangeAction.CREATE if create else ChangeAction.EDIT,
-        kind=kind,
-        name=name,
-        path="" if create else path,
-        new_path=path,
-        base=base,
-        base_text=before[path] or "",
-        proposed_text=files[path],
-        files=files,
-        message=message,
+    return _open_file(
+        git, user=user, kind=kind, name=name, path=path, base=base, before=before[path], files=files, message=message
     )
 
 
@@ -210,6 +194,28 @@ def change_request_repo(change: ChangeRequest) -> GitRepo:
     """The repository a change request lives in: stored redacted, so the configured location
     (and its token) when it is that one."""
     return open_repo(reopen_location(change.repo, settings.RYSH_RECIPES_REPO))
+
+
+def _open_file(
+    git: GitRepo, *, user, kind: str, name: str, path: str, base: str, before: str | None, files: dict, message: str
+) -> ChangeRequest:
+    """A change the page shows as one file, `path`: created when it is not on the tracked branch
+    (`before` None), else edited; `files` holds its new text and any files written with it."""
+    create = before is None
+    return _open(
+        git,
+        user=user,
+        action=ChangeAction.CREATE if create else ChangeAction.EDIT,
+        kind=kind,
+        name=name,
+        path="" if create else path,
+        new_path=path,
+        base=base,
+        base_text=before or "",
+        proposed_text=files[path],
+        files=files,
+        message=message,
+    )
 
 
 def _open(git: GitRepo, *, user, message: str, files: dict, base: str, **fields) -> ChangeRequest:
